@@ -1,0 +1,50 @@
+/* The hot-chunk scanner: recognises text-delta, reasoning-delta and tool-call-delta frames of the
+ * simple shape Mastra writes, validating them completely (JSON syntax, UTF-8, escapes), and returns
+ * the spans of their fields.  Anything else is CC_NOT_HOT and goes to the general decoder. */
+#ifndef CHUNKCODEC_SCAN_H
+#define CHUNKCODEC_SCAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "status.h"
+
+typedef enum cc_hot_type {
+    CC_HOT_NONE = 0,
+    CC_HOT_TEXT_DELTA = 1,
+    CC_HOT_REASONING_DELTA = 2,
+    CC_HOT_TOOL_CALL_DELTA = 3
+} cc_hot_type;
+
+enum { CC_STR_ESCAPED = 1 };
+
+/* A JSON string value: the bytes between the quotes, still escaped. */
+typedef struct cc_str {
+    const char *p;
+    size_t len;        /* bytes between the quotes; 0 with p == NULL means absent */
+    size_t ncp;        /* number of code points once decoded */
+    uint32_t maxchar;  /* largest code point once decoded */
+    int flags;         /* CC_STR_ESCAPED */
+} cc_str_t;
+
+typedef enum cc_hot_field {
+    CC_F_RUN_ID = 0, CC_F_FROM, CC_F_ID, CC_F_TEXT, CC_F_ARGS_TEXT_DELTA, CC_F_TOOL_CALL_ID,
+    CC_F_TOOL_NAME, CC_F_COUNT
+} cc_hot_field;
+
+typedef struct cc_hot {
+    int type;                   /* cc_hot_type */
+    cc_str_t f[CC_F_COUNT];
+} cc_hot_t;
+
+/* CC_OK with *out filled, or CC_NOT_HOT. */
+cc_status cc_scan_hot(const char *buf, size_t len, cc_hot_t *out);
+
+/* Decode a scanned string into a buffer of code units of `kind` bytes (1, 2 or 4) holding s->ncp
+ * units: the layout of a CPython str created with PyUnicode_New(s->ncp, s->maxchar). */
+void cc_str_decode(const cc_str_t *s, int kind, void *dst);
+
+/* Validate and measure a whole UTF-8 span as a JSON string body (the same rules as the scanner).
+ * Returns CC_OK or CC_NOT_HOT. */
+cc_status cc_str_measure(const char *p, size_t len, cc_str_t *out);
+
+#endif

@@ -1,0 +1,305 @@
+/* The hot-chunk scanner (see scan.h).
+ *
+ * Accepted shape, with any JSON white space between tokens:
+ *   {"type": S, "runId": S, "from": S, "payload": {K: S, ...}}   in any key order
+ * where S are strings and the payload keys are exactly those of the chunk type:
+ *   text-delta / reasoning-delta: id, text
+ *   tool-call-delta:              argsTextDelta, toolCallId, toolName (optional)
+ * runId and from are optional (real streams omit them on some chunks).  Every string is checked
+ * for valid UTF-8 and valid escapes; a lone surrogate escape, a raw control character, a duplicate
+ * key or anything else unexpected makes the frame CC_NOT_HOT so the general decoder (and its error
+ * reporting) handles it.  The scanner never rejects what the general decoder would accept
+ * differently: it only says "mine" or "not mine".
+ */
+#include <string.h>
+#include "chunkcodec/scan.h"
+
+/* 1 for bytes that end the fast path inside a string: '"', '\\', controls, non-ASCII. */
+static const unsigned char special[256] = {
+    1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1, 1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,
+    0,0,1,0,0,0,0,0,0,0,0,0,0,0,0,0, 0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,
+    0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0, 0,0,0,0,0,0,0,0,0,0,0,0,1,0,0,0,
+    0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0, 0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,
+    1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1, 1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,
+    1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1, 1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,
+    1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1, 1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,
+    1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1, 1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,
+};
+
+static int hexval(unsigned char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+static int hex4(const unsigned char *p) {
+    int a = hexval(p[0]), b = hexval(p[1]), c = hexval(p[2]), d = hexval(p[3]);
+    if ((a | b | c | d) < 0) return -1;
+    return (a << 12) | (b << 8) | (c << 4) | d;
+}
+
+/* Decode one UTF-8 sequence at p (n bytes available).  Returns its length and sets *cp, or 0 when
+ * it is not well-formed (overlong, surrogate, > U+10FFFF, truncated). */
+static size_t utf8_one(const unsigned char *p, size_t n, uint32_t *cp) {
+    unsigned char c = p[0];
+    if (c < 0xC2) return 0;
+    if (c < 0xE0) {
+        if (n < 2 || (p[1] & 0xC0) != 0x80) return 0;
+        *cp = ((uint32_t)(c & 0x1F) << 6) | (p[1] & 0x3F);
+        return 2;
+    }
+    if (c < 0xF0) {
+        if (n < 3 || (p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80) return 0;
+        uint32_t v = ((uint32_t)(c & 0x0F) << 12) | ((uint32_t)(p[1] & 0x3F) << 6) | (p[2] & 0x3F);
+        if (v < 0x800 || (v >= 0xD800 && v <= 0xDFFF)) return 0;
+        *cp = v;
+        return 3;
+    }
+    if (c < 0xF5) {
+        if (n < 4 || (p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80 || (p[3] & 0xC0) != 0x80) return 0;
+        uint32_t v = ((uint32_t)(c & 0x07) << 18) | ((uint32_t)(p[1] & 0x3F) << 12) |
+                     ((uint32_t)(p[2] & 0x3F) << 6) | (p[3] & 0x3F);
+        if (v < 0x10000 || v > 0x10FFFF) return 0;
+        *cp = v;
+        return 4;
+    }
+    return 0;
+}
+
+/* Parse one escape at p (just past the backslash; n bytes available).  Returns bytes consumed
+ * after the backslash and sets *cp, or 0 when invalid or a lone surrogate. */
+static size_t escape_one(const unsigned char *p, size_t n, uint32_t *cp) {
+    if (n < 1) return 0;
+    switch (p[0]) {
+    case '"': *cp = '"'; return 1;
+    case '\\': *cp = '\\'; return 1;
+    case '/': *cp = '/'; return 1;
+    case 'b': *cp = '\b'; return 1;
+    case 'f': *cp = '\f'; return 1;
+    case 'n': *cp = '\n'; return 1;
+    case 'r': *cp = '\r'; return 1;
+    case 't': *cp = '\t'; return 1;
+    case 'u': {
+        if (n < 5) return 0;
+        int u = hex4(p + 1);
+        if (u < 0) return 0;
+        if (u >= 0xDC00 && u <= 0xDFFF) return 0;           /* lone low surrogate */
+        if (u >= 0xD800 && u <= 0xDBFF) {
+            if (n < 11 || p[5] != '\\' || p[6] != 'u') return 0;
+            int lo = hex4(p + 7);
+            if (lo < 0xDC00 || lo > 0xDFFF) return 0;
+            *cp = 0x10000 + (((uint32_t)u - 0xD800) << 10) + ((uint32_t)lo - 0xDC00);
+            return 11;
+        }
+        *cp = (uint32_t)u;
+        return 5;
+    }
+    default: return 0;
+    }
+}
+
+/* Scan a string starting just after its opening quote.  On success returns the offset of the
+ * closing quote (relative to p) and fills s. */
+static cc_status scan_string(const unsigned char *p, size_t n, size_t *close, cc_str_t *s) {
+    size_t i = 0, ncp = 0;
+    uint32_t maxc = 0;
+    int flags = 0;
+    for (;;) {
+        size_t run = i;
+        while (i < n && !special[p[i]]) i++;
+        ncp += i - run;
+        /* PyUnicode_New only needs an upper bound within the right kind: 0x7F for ASCII. */
+        if (i > run && maxc < 0x7F) maxc = 0x7F;
+        if (i >= n) return CC_NOT_HOT;
+        unsigned char c = p[i];
+        if (c == '"') break;
+        uint32_t cp;
+        size_t l;
+        if (c == '\\') {
+            l = escape_one(p + i + 1, n - i - 1, &cp);
+            if (!l) return CC_NOT_HOT;
+            i += 1 + l;
+            flags |= CC_STR_ESCAPED;
+        } else if (c < 0x20) {
+            return CC_NOT_HOT;
+        } else {
+            l = utf8_one(p + i, n - i, &cp);
+            if (!l) return CC_NOT_HOT;
+            i += l;
+        }
+        ncp++;
+        if (cp > maxc) maxc = cp;
+    }
+    s->p = (const char *)p;
+    s->len = i;
+    s->ncp = ncp;
+    s->maxchar = maxc;
+    s->flags = flags;
+    *close = i;
+    return CC_OK;
+}
+
+cc_status cc_str_measure(const char *p, size_t len, cc_str_t *out) {
+    size_t i = 0, ncp = 0;
+    uint32_t maxc = 0;
+    int flags = 0;
+    const unsigned char *u = (const unsigned char *)p;
+    while (i < len) {
+        unsigned char c = u[i];
+        uint32_t cp;
+        size_t l;
+        if (!special[c]) { i++; ncp++; if (maxc < 0x7F) maxc = 0x7F; continue; }
+        if (c == '\\') {
+            l = escape_one(u + i + 1, len - i - 1, &cp);
+            if (!l) return CC_NOT_HOT;
+            i += 1 + l;
+            flags |= CC_STR_ESCAPED;
+        } else if (c < 0x20 || c == '"') {
+            return CC_NOT_HOT;
+        } else {
+            l = utf8_one(u + i, len - i, &cp);
+            if (!l) return CC_NOT_HOT;
+            i += l;
+        }
+        ncp++;
+        if (cp > maxc) maxc = cp;
+    }
+    out->p = p;
+    out->len = len;
+    out->ncp = ncp;
+    out->maxchar = maxc;
+    out->flags = flags;
+    return CC_OK;
+}
+
+void cc_str_decode(const cc_str_t *s, int kind, void *dst) {
+    const unsigned char *p = (const unsigned char *)s->p;
+    size_t n = s->len, i = 0, w = 0;
+    if (kind == 1 && !(s->flags & CC_STR_ESCAPED) && s->maxchar < 0x80) {
+        memcpy(dst, p, n);
+        return;
+    }
+    while (i < n) {
+        unsigned char c = p[i];
+        uint32_t cp = 0;
+        if (c < 0x80 && c != '\\') {
+            cp = c;
+            i++;
+        } else if (c == '\\') {
+            i += 1 + escape_one(p + i + 1, n - i - 1, &cp);
+        } else {
+            i += utf8_one(p + i, n - i, &cp);
+        }
+        if (kind == 1) ((uint8_t *)dst)[w++] = (uint8_t)cp;
+        else if (kind == 2) ((uint16_t *)dst)[w++] = (uint16_t)cp;
+        else ((uint32_t *)dst)[w++] = cp;
+    }
+}
+
+static size_t skip_ws(const unsigned char *p, size_t i, size_t n) {
+    while (i < n && (p[i] == ' ' || p[i] == '\t' || p[i] == '\n' || p[i] == '\r')) i++;
+    return i;
+}
+
+#define KEY_IS(k, kl, lit) ((kl) == sizeof(lit) - 1 && memcmp((k), (lit), sizeof(lit) - 1) == 0)
+
+/* Parse `{ "key": "value", ... }` of plain keys and string values at p[i] == '{'.  For each key,
+ * map() gives a field slot or -1 (unknown: not hot).  Returns the offset past '}' or 0. */
+typedef int (*key_map_fn)(const char *k, size_t kl);
+
+static int top_key(const char *k, size_t kl) {
+    if (KEY_IS(k, kl, "type")) return CC_F_COUNT;          /* special slot: the type */
+    if (KEY_IS(k, kl, "runId")) return CC_F_RUN_ID;
+    if (KEY_IS(k, kl, "from")) return CC_F_FROM;
+    if (KEY_IS(k, kl, "payload")) return CC_F_COUNT + 1;   /* special slot: the payload object */
+    return -1;
+}
+
+static int payload_key(const char *k, size_t kl) {
+    if (KEY_IS(k, kl, "id")) return CC_F_ID;
+    if (KEY_IS(k, kl, "text")) return CC_F_TEXT;
+    if (KEY_IS(k, kl, "argsTextDelta")) return CC_F_ARGS_TEXT_DELTA;
+    if (KEY_IS(k, kl, "toolCallId")) return CC_F_TOOL_CALL_ID;
+    if (KEY_IS(k, kl, "toolName")) return CC_F_TOOL_NAME;
+    return -1;
+}
+
+/* Scan a key (plain, unescaped) at p[i] == '"'.  Returns offset past the closing quote or 0. */
+static size_t scan_key(const unsigned char *p, size_t i, size_t n, const char **k, size_t *kl) {
+    size_t j = i + 1;
+    while (j < n && p[j] != '"') {
+        if (special[p[j]]) return 0;
+        j++;
+    }
+    if (j >= n) return 0;
+    *k = (const char *)p + i + 1;
+    *kl = j - i - 1;
+    return j + 1;
+}
+
+static size_t scan_object(const unsigned char *p, size_t i, size_t n, int top, cc_hot_t *out,
+                          cc_str_t *type, unsigned *seen) {
+    i = skip_ws(p, i + 1, n);
+    if (i < n && p[i] == '}') return i + 1;
+    for (;;) {
+        const char *k;
+        size_t kl;
+        if (i >= n || p[i] != '"') return 0;
+        i = scan_key(p, i, n, &k, &kl);
+        if (!i) return 0;
+        int slot = top ? top_key(k, kl) : payload_key(k, kl);
+        if (slot < 0) return 0;
+        unsigned bit = 1u << slot;
+        if (*seen & bit) return 0;                 /* duplicate key */
+        *seen |= bit;
+        i = skip_ws(p, i, n);
+        if (i >= n || p[i] != ':') return 0;
+        i = skip_ws(p, i + 1, n);
+        if (i >= n) return 0;
+        if (top && slot == CC_F_COUNT + 1) {
+            if (p[i] != '{') return 0;
+            i = scan_object(p, i, n, 0, out, type, seen);
+            if (!i) return 0;
+        } else {
+            if (p[i] != '"') return 0;
+            size_t close;
+            cc_str_t *dst = slot == CC_F_COUNT ? type : &out->f[slot];
+            if (scan_string(p + i + 1, n - i - 1, &close, dst) != CC_OK) return 0;
+            i += close + 2;
+        }
+        i = skip_ws(p, i, n);
+        if (i >= n) return 0;
+        if (p[i] == '}') return i + 1;
+        if (p[i] != ',') return 0;
+        i = skip_ws(p, i + 1, n);
+    }
+}
+
+cc_status cc_scan_hot(const char *buf, size_t len, cc_hot_t *out) {
+    const unsigned char *p = (const unsigned char *)buf;
+    cc_str_t type = {0};
+    unsigned seen = 0;
+    memset(out, 0, sizeof(*out));
+    size_t i = skip_ws(p, 0, len);
+    if (i >= len || p[i] != '{') return CC_NOT_HOT;
+    i = scan_object(p, i, len, 1, out, &type, &seen);
+    if (!i) return CC_NOT_HOT;
+    if (skip_ws(p, i, len) != len) return CC_NOT_HOT;
+    if (!(seen & (1u << (CC_F_COUNT + 1))) || !type.p || (type.flags & CC_STR_ESCAPED)) return CC_NOT_HOT;
+    unsigned payload = seen & ((1u << CC_F_ID) | (1u << CC_F_TEXT) | (1u << CC_F_ARGS_TEXT_DELTA) |
+                               (1u << CC_F_TOOL_CALL_ID) | (1u << CC_F_TOOL_NAME));
+    const unsigned text_keys = (1u << CC_F_ID) | (1u << CC_F_TEXT);
+    const unsigned tool_keys = (1u << CC_F_ARGS_TEXT_DELTA) | (1u << CC_F_TOOL_CALL_ID);
+    if (KEY_IS(type.p, type.len, "text-delta") && payload == text_keys) {
+        out->type = CC_HOT_TEXT_DELTA;
+    } else if (KEY_IS(type.p, type.len, "reasoning-delta") && payload == text_keys) {
+        out->type = CC_HOT_REASONING_DELTA;
+    } else if (KEY_IS(type.p, type.len, "tool-call-delta") &&
+               (payload == tool_keys || payload == (tool_keys | (1u << CC_F_TOOL_NAME)))) {
+        out->type = CC_HOT_TOOL_CALL_DELTA;
+    } else {
+        return CC_NOT_HOT;
+    }
+    return CC_OK;
+}

@@ -1,0 +1,119 @@
+"""Source adapters and module-level functions, written once over either implementation.
+
+``impl`` is the native ``_core`` or ``_reference``: both expose StreamDecoder, Encoder, decode and
+loads.  Everything here only moves bytes between a source and a decoder.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, AsyncIterator, Iterable, Iterator
+
+from .errors import DecodeError
+
+__all__ = ["Api"]
+
+#: How much a file-like source is asked for per read.
+READ_SIZE = 256 * 1024
+
+
+def _pieces(source: Any) -> Iterator[Any]:
+    """bytes-like / str -> one piece; path -> file reads; file object -> reads; iterable -> items."""
+    if isinstance(source, (bytes, bytearray, memoryview, str)):
+        yield source
+        return
+    if isinstance(source, os.PathLike):
+        with open(source, "rb") as f:
+            yield from _pieces(f)
+        return
+    read = getattr(source, "read", None)
+    if read is not None:
+        while True:
+            piece = read(READ_SIZE)
+            if not piece:
+                return
+            yield piece
+    else:
+        yield from source
+
+
+async def _apieces(source: Any) -> AsyncIterator[Any]:
+    if hasattr(source, "__aiter__"):
+        async for piece in source:
+            yield piece
+        return
+    read = getattr(source, "read", None)
+    if read is not None:
+        while True:
+            piece = await read(READ_SIZE)
+            if not piece:
+                return
+            yield piece
+        return
+    for piece in _pieces(source):
+        yield piece
+
+
+def _drain(call: Any) -> tuple[list, BaseException | None]:
+    """Run a feed()/close() call; on a decode error, return what it decoded before the error."""
+    try:
+        return call(), None
+    except DecodeError as exc:
+        return getattr(exc, "chunks", []), exc
+
+
+class Api:
+    """The public functions bound to one implementation."""
+
+    def __init__(self, impl: Any):
+        self.impl = impl
+
+    def _iter(self, source: Any, framing: str, as_dicts: bool, **opts: Any) -> Iterator[Any]:
+        dec = self.impl.StreamDecoder(framing, _as_dicts=as_dicts, **opts)
+        for piece in _pieces(source):
+            items, exc = _drain(lambda: dec.feed(piece))
+            yield from items
+            if exc is not None:
+                raise exc
+        items, exc = _drain(dec.close)
+        yield from items
+        if exc is not None:
+            raise exc
+
+    def iter_chunks(self, source: Any, framing: str = "auto", **opts: Any) -> Iterator[Any]:
+        """Typed chunks from bytes, a path, a file object or any iterable of bytes."""
+        return self._iter(source, framing, False, **opts)
+
+    def iter_dicts(self, source: Any, framing: str = "auto", **opts: Any) -> Iterator[Any]:
+        """What ``json.loads`` gives for each frame, from the same sources as iter_chunks."""
+        return self._iter(source, framing, True, **opts)
+
+    async def aiter_chunks(self, source: Any, framing: str = "auto", **opts: Any) -> AsyncIterator[Any]:
+        """Typed chunks from an async iterable of bytes (e.g. ``response.aiter_bytes()``)."""
+        dec = self.impl.StreamDecoder(framing, **opts)
+        async for piece in _apieces(source):
+            items, exc = _drain(lambda: dec.feed(piece))
+            for item in items:
+                yield item
+            if exc is not None:
+                raise exc
+        items, exc = _drain(dec.close)
+        for item in items:
+            yield item
+        if exc is not None:
+            raise exc
+
+    def encode(self, chunk: Any, framing: str = "sse") -> bytes:
+        """One chunk as one frame of the framing."""
+        return self.impl.Encoder(framing).encode(chunk)
+
+    def encode_stream(self, chunks: Iterable[Any], framing: str = "sse") -> Iterator[bytes]:
+        """A frame per chunk, then the end marker (``data: [DONE]\\n\\n`` for SSE)."""
+        enc = self.impl.Encoder(framing)
+        for chunk in chunks:
+            yield enc.encode(chunk)
+        end = enc.end()
+        if end:
+            yield end
+
+

@@ -1,0 +1,654 @@
+# cython: language_level=3, boundscheck=False, cdivision=True, initializedcheck=False
+"""Native path: Cython glue between Python objects and the C core in csrc/.
+
+Buffers in, Python objects out, C status -> exception.  It never parses JSON itself: the C scanner
+takes the hot delta chunks, msgspec (through chunkcodec._model) takes everything else.  The framing
+state machine mirrors chunkcodec._reference line for line; the differential tests hold them
+together.
+"""
+
+cimport cython
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE, PyBytes_CheckExact, PyBytes_FromStringAndSize
+from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyByteArray_Resize
+from cpython.buffer cimport PyBuffer_FillInfo
+from cpython.object cimport PyObject
+from libc.string cimport memcpy, memcmp
+from libc.stdint cimport uint32_t
+
+from chunkcodec._cdefs cimport *
+
+import msgspec
+
+from chunkcodec import _jsonout, _model
+from chunkcodec import chunks as _chunks
+from chunkcodec.errors import DecodeError, InvalidFrame, as_truncated, frame_too_large
+
+cdef extern from "Python.h":
+    object PyUnicode_New(Py_ssize_t size, Py_UCS4 maxchar)
+    void* PyUnicode_DATA(object o)
+    int PyUnicode_KIND(object o)
+    const char* PyUnicode_AsUTF8AndSize(object o, Py_ssize_t* size) except NULL
+    object PyObject_Vectorcall(object callable, PyObject** args, size_t nargsf, PyObject* kwnames)
+    int PyObject_GenericSetDict(object o, object value, void* context) except -1
+    PyObject** _PyObject_GetDictPtr(object o)
+
+DEF FRAME_BATCH = 256
+DEF NOGIL_BYTES = 65536
+DEF SLACK = 2
+
+cdef dict _FRAMINGS = {"auto": CC_FRAMING_AUTO, "sse": CC_FRAMING_SSE, "rs": CC_FRAMING_RS,
+                       "ndjson": CC_FRAMING_NDJSON, "json": CC_FRAMING_JSON}
+cdef dict _NAMES = {v: k for k, v in _FRAMINGS.items()}
+
+DEFAULT_MAX_FRAME_BYTES = 256 * 1024 * 1024
+FRAMINGS = dict(_FRAMINGS)
+
+# The classes the hot path builds, and the keyword names it builds them with.
+cdef object _TextDelta = _chunks.TextDelta
+cdef object _TextDeltaPayload = _chunks.TextDeltaPayload
+cdef object _ReasoningDelta = _chunks.ReasoningDelta
+cdef object _ReasoningDeltaPayload = _chunks.ReasoningDeltaPayload
+cdef object _ToolCallDelta = _chunks.ToolCallDelta
+cdef object _ToolCallDeltaPayload = _chunks.ToolCallDeltaPayload
+cdef object _UNSET = msgspec.UNSET
+cdef tuple _KW_PAYLOAD = ("payload",)
+cdef tuple _KW_ID_TEXT = ("id", "text")
+cdef tuple _KW_TOOL2 = ("argsTextDelta", "toolCallId")
+cdef tuple _KW_TOOL3 = ("argsTextDelta", "toolCallId", "toolName")
+cdef object _decode_frame = _model.decode_frame
+cdef object _loads_frame = _model.loads_frame
+
+
+cdef inline int _framing_code(object framing) except -1:
+    try:
+        return _FRAMINGS[framing]
+    except (KeyError, TypeError):
+        raise ValueError(f"framing must be one of {sorted(_FRAMINGS)}, got {framing!r}") from None
+
+
+cdef bytes _to_bytes(object data):
+    if PyBytes_CheckExact(data):
+        return <bytes>data
+    if isinstance(data, bytes):
+        return bytes(data)
+    if isinstance(data, str):
+        return (<str>data).encode("utf-8", "surrogatepass")
+    if isinstance(data, (bytearray, memoryview)):
+        return bytes(data)
+    raise TypeError(f"expected bytes, bytearray, memoryview or str, got {type(data).__name__}")
+
+
+@cython.final
+@cython.freelist(64)
+cdef class RawSpan:
+    """Read-only view of the JSON text a chunk was decoded from (a slice of an input piece).
+
+    Holding it keeps that piece alive, like msgspec.Raw; ``bytes(span)`` copies it out.
+    """
+    cdef bytes owner
+    cdef Py_ssize_t start
+    cdef Py_ssize_t length
+
+    def __len__(self):
+        return self.length
+
+    def __bytes__(self):
+        return PyBytes_FromStringAndSize(PyBytes_AS_STRING(self.owner) + self.start, self.length)
+
+    def __getbuffer__(self, Py_buffer* view, int flags):
+        PyBuffer_FillInfo(view, self, <void*>(PyBytes_AS_STRING(self.owner) + self.start),
+                          self.length, 1, flags)
+
+    def __releasebuffer__(self, Py_buffer* view):
+        pass
+
+    def __repr__(self):
+        return f"RawSpan({bytes(self)[:60]!r}{'...' if self.length > 60 else ''})"
+
+
+cdef inline RawSpan _span(bytes owner, Py_ssize_t start, Py_ssize_t length):
+    cdef RawSpan s = RawSpan.__new__(RawSpan)
+    s.owner = owner
+    s.start = start
+    s.length = length
+    return s
+
+
+cdef inline object _make_str(const cc_str_t* s):
+    cdef object u = PyUnicode_New(<Py_ssize_t>s.ncp, <Py_UCS4>s.maxchar)
+    cc_str_decode(s, PyUnicode_KIND(u), PyUnicode_DATA(u))
+    return u
+
+
+cdef inline void _set_raw(object chunk, object raw) except *:
+    PyObject_GenericSetDict(chunk, {"_raw": raw}, NULL)
+
+
+cdef class StreamDecoder:
+    """Incremental decoder: ``feed(data) -> list of chunks``, ``close() -> list``.
+
+    framing: "auto" (detected from the first bytes), "sse", "rs", "ndjson" or "json".
+    max_frame_bytes: a frame longer than this raises FrameTooLarge (or, with errors="keep",
+    becomes an InvalidFrame holding its first max_frame_bytes bytes).
+    errors: "strict" raises a DecodeError subclass at the first bad frame; "keep" yields an
+    InvalidFrame (raw bytes + error) in its place and carries on.
+    """
+    cdef int _framing
+    cdef Py_ssize_t _max
+    cdef bint _keep
+    cdef bint _dicts
+    cdef bytearray _pending
+    cdef long long _pending_pos
+    cdef long long _offset
+    cdef long long _index
+    cdef object _skip          # [frame_pos, head, tail2, seen] while dropping an oversized frame
+    cdef bint _closed
+    cdef public bint done
+    cdef list _cache           # last (raw bytes, str) per hot string field
+
+    def __init__(self, framing="auto", *, max_frame_bytes=DEFAULT_MAX_FRAME_BYTES,
+                 errors="strict", _as_dicts=False):
+        self._framing = _framing_code(framing)
+        if errors not in ("strict", "keep"):
+            raise ValueError(f"errors must be 'strict' or 'keep', got {errors!r}")
+        if not isinstance(max_frame_bytes, int) or max_frame_bytes < 1:
+            raise ValueError(f"max_frame_bytes must be a positive int, got {max_frame_bytes!r}")
+        self._max = max_frame_bytes
+        self._keep = errors == "keep"
+        self._dicts = bool(_as_dicts)
+        self._pending = bytearray()
+        self._pending_pos = 0
+        self._offset = 0
+        self._index = 0
+        self._skip = None
+        self._closed = False
+        self.done = False
+        self._cache = [None] * (2 * CC_F_COUNT)
+
+    @property
+    def framing(self):
+        """The framing in use ("auto" until it has been detected)."""
+        return _NAMES[self._framing]
+
+    @property
+    def frame_index(self):
+        return self._index
+
+    # -- input ------------------------------------------------------------------------------
+    def feed(self, data):
+        """Decode the complete frames in data (plus what was kept from before); keep the tail."""
+        if self._closed:
+            raise RuntimeError("feed() after close()")
+        cdef bytes b = _to_bytes(data)
+        cdef list out = []
+        cdef long long base = self._offset
+        self._offset += PyBytes_GET_SIZE(b)
+        try:
+            self._feed(b, 0, base, out)
+        except DecodeError as exc:
+            exc.chunks = out
+            raise
+        return out
+
+    cdef _feed(self, bytes b, Py_ssize_t off, long long base, list out):
+        cdef const char* p = PyBytes_AS_STRING(b)
+        cdef Py_ssize_t n = PyBytes_GET_SIZE(b)
+        cdef Py_ssize_t end, consumed
+        cdef size_t skip = 0
+        cdef int fr
+        cdef bytes buf, tail
+        if self._framing == CC_FRAMING_AUTO:
+            if not self._pending:
+                self._pending_pos = base
+            self._pending += b[off:] if off else b
+            fr = cc_detect_framing(PyByteArray_AS_STRING(self._pending), PyByteArray_GET_SIZE(self._pending), 0, &skip)
+            if fr == CC_FRAMING_AUTO:
+                if PyByteArray_GET_SIZE(self._pending) > self._max + SLACK + 3:
+                    fr = CC_FRAMING_NDJSON
+                else:
+                    return
+            self._framing = fr
+            buf = bytes(self._pending)[skip:]
+            base = self._pending_pos + skip
+            self._pending = bytearray()
+            self._feed(buf, 0, base, out)
+            return
+        if self._framing == CC_FRAMING_JSON:
+            if not self._pending:
+                self._pending_pos = base
+            self._pending += b[off:] if off else b
+            if PyByteArray_GET_SIZE(self._pending) > self._max:
+                raise frame_too_large(self._max, self._pending_pos, 0, bytes(self._pending[:200]))
+            return
+        if self._skip is not None:
+            tail = self._skip[2]
+            end = cc_frame_find_end(self._framing, PyBytes_AS_STRING(tail), PyBytes_GET_SIZE(tail), p + off, n - off)
+            if end < 0:
+                self._skip[2] = (tail + b[max(off, n - 2):])[-2:]
+                self._skip[3] += n - off
+                return
+            self._finish_skip(end, self._terminator_len(tail, p + off, end), out)
+            off += end
+            base += end
+        if PyByteArray_GET_SIZE(self._pending):
+            tail = bytes(self._pending[-2:])
+            end = cc_frame_find_end(self._framing, PyBytes_AS_STRING(tail), PyBytes_GET_SIZE(tail), p + off, n - off)
+            if end < 0:
+                self._pending += b[off:] if off else b
+                self._check_pending()
+                return
+            # The one frame that spans pieces: the only one that is copied.
+            buf = bytes(self._pending) + b[off:off + end]
+            self._pending = bytearray()
+            self._process(buf, 0, self._pending_pos, 0, out)
+            off += end
+            base += end
+        consumed = self._process(b, off, base, 0, out)
+        if off + consumed < n:
+            self._pending += b[off + consumed:]
+            self._pending_pos = base + consumed
+            self._check_pending()
+
+    cdef int _terminator_len(self, bytes tail, const char* data, Py_ssize_t end) except -1:
+        if self._framing != CC_FRAMING_SSE:
+            return 1
+        cdef char c
+        if end >= 2:
+            c = data[end - 2]
+        elif end == 1 and PyBytes_GET_SIZE(tail) >= 1:
+            c = PyBytes_AS_STRING(tail)[PyBytes_GET_SIZE(tail) - 1]
+        else:
+            c = 0
+        return 3 if c == b'\r' else 2
+
+    cdef _check_pending(self):
+        if PyByteArray_GET_SIZE(self._pending) <= self._max + SLACK:
+            return
+        pos = self._pending_pos
+        head = bytes(self._pending[:self._max])
+        seen = PyByteArray_GET_SIZE(self._pending)
+        tail2 = bytes(self._pending[-2:])
+        self._pending = bytearray()
+        if not self._keep:
+            raise frame_too_large(self._max, pos, self._index, head)
+        self._skip = [pos, head, tail2, seen]
+
+    cdef _finish_skip(self, Py_ssize_t end, int term, list out):
+        pos, head, _, seen = self._skip
+        self._skip = None
+        total = seen + end - term
+        err = frame_too_large(self._max, pos, self._index, head)
+        out.append(InvalidFrame(head, err, self._index, pos, dropped=max(0, total - len(head))))
+        self._index += 1
+
+    cdef Py_ssize_t _process(self, bytes b, Py_ssize_t off, long long base, bint final, list out) except -1:
+        """Split and decode the frames of b[off:]; returns how many bytes were consumed."""
+        cdef cc_frame_t frames[FRAME_BATCH]
+        cdef size_t nf = 0, c, i
+        cdef Py_ssize_t total = 0
+        cdef const char* p = PyBytes_AS_STRING(b) + off
+        cdef Py_ssize_t n = PyBytes_GET_SIZE(b) - off
+        cdef int fr = self._framing
+        while True:
+            if n - total > NOGIL_BYTES:
+                with nogil:
+                    c = cc_frame_split(fr, p + total, n - total, final, frames, FRAME_BATCH, &nf)
+            else:
+                c = cc_frame_split(fr, p + total, n - total, final, frames, FRAME_BATCH, &nf)
+            for i in range(nf):
+                self._emit(b, off + total, &frames[i], base + total, out)
+            total += c
+            if nf < FRAME_BATCH or total >= n:
+                break
+        return total
+
+    cdef _emit(self, bytes b, Py_ssize_t boff, cc_frame_t* f, long long base, list out):
+        cdef long long idx
+        cdef bytes owner
+        cdef Py_ssize_t start, length
+        cdef cc_hot_t hot
+        if f.kind == CC_FK_DONE:
+            self.done = True
+            return
+        idx = self._index
+        self._index += 1
+        if f.blen > <size_t>self._max:
+            err = frame_too_large(self._max, base + f.bstart, idx, b[boff + f.bstart:boff + f.bstart + 200])
+            if not self._keep:
+                raise err
+            out.append(InvalidFrame(b[boff + f.bstart:boff + f.bstart + self._max], err, idx,
+                                    base + f.bstart, dropped=f.blen - self._max))
+            return
+        if f.kind == CC_FK_SSE_MULTI:
+            owner = PyBytes_FromStringAndSize(NULL, f.len)
+            length = cc_sse_join_data(PyBytes_AS_STRING(b) + boff + f.start, f.len, PyBytes_AS_STRING(owner))
+            start = 0
+        else:
+            owner = b
+            start = boff + f.start
+            length = f.len
+        pos = base + f.start
+        if not self._dicts and cc_scan_hot(PyBytes_AS_STRING(owner) + start, length, &hot) == CC_OK:
+            chunk = self._build_hot(&hot)
+            _set_raw(chunk, _span(owner, start, length))
+            out.append(chunk)
+            return
+        span = _span(owner, start, length)
+        try:
+            if self._dicts:
+                out.append(_loads_frame(span, idx, pos))
+            else:
+                chunk = _decode_frame(span, idx, pos)
+                _set_raw(chunk, span)
+                out.append(chunk)
+        except DecodeError as exc:
+            if not self._keep:
+                raise
+            out.append(InvalidFrame(bytes(span), exc, idx, pos))
+
+    cdef object _cached(self, const cc_str_t* s, int slot):
+        """The str for a scanned id-like field, reusing the previous one when the bytes repeat."""
+        cdef object raw
+        cdef object val
+        if s.flags & CC_STR_ESCAPED:
+            return _make_str(s)
+        raw = self._cache[2 * slot]
+        if raw is not None and PyBytes_GET_SIZE(raw) == <Py_ssize_t>s.len and \
+                memcmp(PyBytes_AS_STRING(raw), s.p, s.len) == 0:
+            return self._cache[2 * slot + 1]
+        val = _make_str(s)
+        self._cache[2 * slot] = PyBytes_FromStringAndSize(s.p, s.len)
+        self._cache[2 * slot + 1] = val
+        return val
+
+    cdef object _build_hot(self, cc_hot_t* h):
+        cdef PyObject* args[3]
+        cdef object a0, a1, a2, payload, run_id, from_, cls
+        if h.type == CC_HOT_TOOL_CALL_DELTA:
+            a0 = _make_str(&h.f[CC_F_ARGS_TEXT_DELTA])
+            a1 = self._cached(&h.f[CC_F_TOOL_CALL_ID], CC_F_TOOL_CALL_ID)
+            args[0] = <PyObject*>a0
+            args[1] = <PyObject*>a1
+            if h.f[CC_F_TOOL_NAME].p != NULL:
+                a2 = self._cached(&h.f[CC_F_TOOL_NAME], CC_F_TOOL_NAME)
+                args[2] = <PyObject*>a2
+                payload = PyObject_Vectorcall(_ToolCallDeltaPayload, args, 0, <PyObject*>_KW_TOOL3)
+            else:
+                payload = PyObject_Vectorcall(_ToolCallDeltaPayload, args, 0, <PyObject*>_KW_TOOL2)
+            cls = _ToolCallDelta
+        else:
+            a0 = self._cached(&h.f[CC_F_ID], CC_F_ID)
+            a1 = _make_str(&h.f[CC_F_TEXT])
+            args[0] = <PyObject*>a0
+            args[1] = <PyObject*>a1
+            if h.type == CC_HOT_TEXT_DELTA:
+                payload = PyObject_Vectorcall(_TextDeltaPayload, args, 0, <PyObject*>_KW_ID_TEXT)
+                cls = _TextDelta
+            else:
+                payload = PyObject_Vectorcall(_ReasoningDeltaPayload, args, 0, <PyObject*>_KW_ID_TEXT)
+                cls = _ReasoningDelta
+        run_id = self._cached(&h.f[CC_F_RUN_ID], CC_F_RUN_ID) if h.f[CC_F_RUN_ID].p != NULL else _UNSET
+        from_ = self._cached(&h.f[CC_F_FROM], CC_F_FROM) if h.f[CC_F_FROM].p != NULL else _UNSET
+        args[0] = <PyObject*>run_id
+        args[1] = <PyObject*>from_
+        args[2] = <PyObject*>payload
+        return PyObject_Vectorcall(cls, args, 2, <PyObject*>_KW_PAYLOAD)
+
+    # -- end --------------------------------------------------------------------------------
+    def close(self):
+        """Decode what is left; raises TruncatedError if the stream ended mid-frame."""
+        if self._closed:
+            return []
+        self._closed = True
+        cdef list out = []
+        try:
+            self._close(out)
+        except DecodeError as exc:
+            exc.chunks = out
+            raise
+        return out
+
+    cdef _close(self, list out):
+        cdef size_t skip = 0
+        cdef cc_frame_t frames[FRAME_BATCH]
+        cdef size_t nf = 0, i, c
+        cdef Py_ssize_t total = 0
+        cdef bytes buf
+        if self._framing == CC_FRAMING_AUTO:
+            self._framing = cc_detect_framing(PyByteArray_AS_STRING(self._pending),
+                                              PyByteArray_GET_SIZE(self._pending), 1, &skip)
+            del self._pending[:skip]
+            self._pending_pos += skip
+        if self._skip is not None:
+            self._finish_skip(0, 0, out)
+            return
+        buf = bytes(self._pending)
+        pos = self._pending_pos
+        self._pending = bytearray()
+        if self._framing == CC_FRAMING_JSON:
+            self._index += _model.decode_document(buf, pos, self._dicts, self._keep, out)
+            return
+        if not buf.strip(b" \t\r\n"):
+            return
+        while True:
+            c = cc_frame_split(self._framing, PyBytes_AS_STRING(buf) + total,
+                               PyBytes_GET_SIZE(buf) - total, 1, frames, FRAME_BATCH, &nf)
+            for i in range(nf):
+                n_before = len(out)
+                try:
+                    self._emit(buf, total, &frames[i], pos + total, out)
+                except DecodeError as exc:
+                    raise as_truncated(exc, _NAMES[self._framing], pos + total + frames[i].bstart,
+                                       buf[total + frames[i].bstart:]) from None
+                if len(out) > n_before and isinstance(out[-1], InvalidFrame):
+                    inv = out[-1]
+                    inv.error = as_truncated(inv.error, _NAMES[self._framing],
+                                             pos + total + frames[i].bstart, buf[total + frames[i].bstart:])
+            total += c
+            if nf < FRAME_BATCH or total >= PyBytes_GET_SIZE(buf):
+                break
+
+
+def decode(frame):
+    """Decode one frame's JSON text to a typed chunk."""
+    cdef bytes b = _to_bytes(frame)
+    cdef cc_hot_t hot
+    cdef StreamDecoder d
+    if cc_scan_hot(PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b), &hot) == CC_OK:
+        d = StreamDecoder.__new__(StreamDecoder)
+        d._cache = [None] * (2 * CC_F_COUNT)
+        chunk = d._build_hot(&hot)
+    else:
+        chunk = _decode_frame(b)
+    _set_raw(chunk, b)
+    return chunk
+
+
+def loads(frame):
+    """Decode one frame's JSON text to exactly what ``json.loads`` returns."""
+    return _loads_frame(_to_bytes(frame))
+
+
+# ------------------------------------------------------------------------------------------------
+# Encoding
+
+cdef inline object _raw_of(object obj):
+    """The raw JSON text attached to a decoded chunk, or None (without creating a __dict__)."""
+    cdef PyObject** dp = _PyObject_GetDictPtr(obj)
+    cdef PyObject* d
+    if dp == NULL:
+        return None
+    d = dp[0]
+    if d == NULL or type(<object>d) is not dict:
+        return None
+    return (<dict>d).get("_raw")
+
+
+cdef inline Py_ssize_t _put(bytearray buf, Py_ssize_t at, const char* src, Py_ssize_t n) except -1:
+    memcpy(PyByteArray_AS_STRING(buf) + at, src, n)
+    return at + n
+
+
+cdef bytes _numbers_c(bytes text):
+    cdef const char* p = PyBytes_AS_STRING(text)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(text)
+    if not cc_js_numbers_needed(p, n):
+        return text
+    cdef size_t m = cc_js_numbers(p, n, NULL)
+    cdef bytes out = PyBytes_FromStringAndSize(NULL, m)
+    cc_js_numbers(p, n, PyBytes_AS_STRING(out))
+    return out
+
+
+def js_numbers(text):
+    """Rewrite the floats of a compact JSON text the way JavaScript prints numbers."""
+    return _numbers_c(_to_bytes(text))
+
+
+cdef class Encoder:
+    """Chunks -> framed bytes, exactly as Mastra's server writes them.
+
+    A chunk decoded by chunkcodec and not modified re-encodes to its original bytes without being
+    serialized again; a chunk built in Python is written as JSON.stringify would write it.
+    """
+    cdef int _fr
+    cdef bytes _prefix
+    cdef bytes _suffix
+    cdef readonly str framing
+
+    def __init__(self, framing="sse"):
+        fr = _framing_code(framing)
+        if fr not in (CC_FRAMING_SSE, CC_FRAMING_RS, CC_FRAMING_NDJSON):
+            raise ValueError(f"encoding framing must be 'sse', 'rs' or 'ndjson', got {framing!r}")
+        self._fr = fr
+        self.framing = framing
+        self._prefix = b"data: " if fr == CC_FRAMING_SSE else b""
+        self._suffix = b"\n\n" if fr == CC_FRAMING_SSE else (b"\x1e" if fr == CC_FRAMING_RS else b"\n")
+
+    def end(self):
+        """The end-of-stream marker of this framing (``data: [DONE]\\n\\n`` for SSE, else empty)."""
+        return b"data: [DONE]\n\n" if self._fr == CC_FRAMING_SSE else b""
+
+    def encode(self, chunk):
+        cdef bytearray buf = bytearray()
+        self._write(chunk, buf, 0)
+        return bytes(buf)
+
+    def encode_into(self, chunk, bytearray buffer, Py_ssize_t offset=0):
+        """Write the framed chunk into buffer at offset (-1: at the end); the buffer is cut after it."""
+        if offset < 0:
+            offset = PyByteArray_GET_SIZE(buffer)
+        elif offset > PyByteArray_GET_SIZE(buffer):
+            raise ValueError("offset is past the end of the buffer")
+        self._write(chunk, buffer, offset)
+
+    cdef _write(self, object chunk, bytearray buf, Py_ssize_t at):
+        cdef object raw = _raw_of(chunk)
+        cdef Py_buffer view
+        cdef Py_ssize_t n, pl = PyBytes_GET_SIZE(self._prefix), sl = PyBytes_GET_SIZE(self._suffix)
+        cdef const char* src
+        cdef bytes text
+        cdef type t
+        if raw is not None:
+            if type(raw) is RawSpan:
+                src = PyBytes_AS_STRING((<RawSpan>raw).owner) + (<RawSpan>raw).start
+                n = (<RawSpan>raw).length
+            else:
+                src = PyBytes_AS_STRING(<bytes>raw)
+                n = PyBytes_GET_SIZE(<bytes>raw)
+            PyByteArray_Resize(buf, at + pl + n + sl)
+            at = _put(buf, at, PyBytes_AS_STRING(self._prefix), pl)
+            at = _put(buf, at, src, n)
+            _put(buf, at, PyBytes_AS_STRING(self._suffix), sl)
+            return
+        t = type(chunk)
+        if (t is _TextDelta or t is _ReasoningDelta or t is _ToolCallDelta) and self._write_hot(chunk, buf, at):
+            return
+        try:
+            text = _numbers_c(msgspec.json.encode(chunk))
+        except UnicodeEncodeError:
+            text = _jsonout.encode_general(chunk, _numbers_c)
+        except (TypeError, ValueError, msgspec.EncodeError):
+            text = _jsonout.encode_general(chunk, _numbers_c)   # raises EncodeError with the reason
+        n = PyBytes_GET_SIZE(text)
+        PyByteArray_Resize(buf, at + pl + n + sl)
+        at = _put(buf, at, PyBytes_AS_STRING(self._prefix), pl)
+        at = _put(buf, at, PyBytes_AS_STRING(text), n)
+        _put(buf, at, PyBytes_AS_STRING(self._suffix), sl)
+
+    cdef bint _write_hot(self, object chunk, bytearray buf, Py_ssize_t at) except -1:
+        """The delta chunks, written straight from their str fields.  False if a field is not a
+        plain str (or an optional field is set): the general path handles that."""
+        cdef object payload = chunk.payload
+        cdef object run_id = chunk.runId, from_ = chunk.from_
+        cdef const char* s[5]
+        cdef Py_ssize_t sl[5]
+        cdef const char* keys[5]
+        cdef int nf = 0, i
+        cdef Py_ssize_t total
+        cdef const char* tag
+        if chunk.metadata is not _UNSET:
+            return False
+        if type(chunk) is _ToolCallDelta:
+            if type(payload) is not _ToolCallDeltaPayload or payload.providerMetadata is not _UNSET:
+                return False
+            tag = b'{"type":"tool-call-delta"'
+            vals = (payload.argsTextDelta, payload.toolCallId, payload.toolName)
+            names = (b'"argsTextDelta":"', b'"toolCallId":"', b'"toolName":"')
+        else:
+            if (type(payload) is not _TextDeltaPayload and type(payload) is not _ReasoningDeltaPayload) \
+                    or payload.providerMetadata is not _UNSET:
+                return False
+            tag = b'{"type":"text-delta"' if type(chunk) is _TextDelta else b'{"type":"reasoning-delta"'
+            vals = (payload.id, payload.text)
+            names = (b'"id":"', b'"text":"')
+        head = []
+        if run_id is not _UNSET:
+            if type(run_id) is not str:
+                return False
+            head.append((b',"runId":"', run_id))
+        if from_ is not _UNSET:
+            if type(from_) is not str:
+                return False
+            head.append((b',"from":"', from_))
+        fields = []
+        for k, v in zip(names, vals):
+            if v is _UNSET:
+                continue
+            if type(v) is not str:
+                return False
+            fields.append((k, v))
+        # measure
+        cdef Py_ssize_t ulen
+        cdef const char* u
+        total = PyBytes_GET_SIZE(self._prefix) + len(tag) + len(b',"payload":{') + 2 + PyBytes_GET_SIZE(self._suffix)
+        encoded = []
+        for k, v in head + fields:
+            try:
+                u = PyUnicode_AsUTF8AndSize(v, &ulen)
+            except UnicodeEncodeError:
+                return False   # lone surrogates: the general path writes \udxxx
+            encoded.append((k, <Py_ssize_t>u, ulen, cc_js_escaped_len(u, ulen)))
+            total += len(k) + 1 + encoded[-1][3]
+        total += len(fields) - 1 if fields else 0   # commas between payload fields
+        PyByteArray_Resize(buf, at + total)
+        cdef char* w = PyByteArray_AS_STRING(buf) + at
+        cdef Py_ssize_t pos = 0
+        cdef bytes kb
+        memcpy(w, PyBytes_AS_STRING(self._prefix), PyBytes_GET_SIZE(self._prefix)); pos += PyBytes_GET_SIZE(self._prefix)
+        memcpy(w + pos, tag, len(tag)); pos += len(tag)
+        nh = len(head)
+        for i in range(len(encoded)):
+            if i == nh:
+                memcpy(w + pos, b',"payload":{', 12); pos += 12
+            elif i > nh:
+                w[pos] = b','; pos += 1
+            kb = encoded[i][0]
+            memcpy(w + pos, PyBytes_AS_STRING(kb), PyBytes_GET_SIZE(kb)); pos += PyBytes_GET_SIZE(kb)
+            pos += cc_js_escape(<const char*><Py_ssize_t>encoded[i][1], encoded[i][2], w + pos)
+            w[pos] = b'"'; pos += 1
+        if nh == len(encoded):
+            memcpy(w + pos, b',"payload":{', 12); pos += 12
+        w[pos] = b'}'; w[pos + 1] = b'}'; pos += 2
+        memcpy(w + pos, PyBytes_AS_STRING(self._suffix), PyBytes_GET_SIZE(self._suffix)); pos += PyBytes_GET_SIZE(self._suffix)
+        return True

@@ -1,0 +1,216 @@
+"""Frame -> typed chunk and frame -> dict, over msgspec: shared by the native and the reference path.
+
+The native path sends here every frame its C scanner does not take (everything but the simple
+delta chunks); the reference path sends every frame.  Errors are built by
+:func:`chunkcodec.errors.from_msgspec` in both, so messages agree.
+
+Keeping unknown fields: the chunk classes forbid unknown fields, so msgspec's fast typed decode
+fails on a chunk that carries a key the model does not know.  Such a frame is decoded again into a
+subclass of its class that declares the extra keys (built once per set of extra keys and cached),
+so ``msgspec.to_builtins`` gives back every key and ``isinstance`` still holds.
+"""
+
+from __future__ import annotations
+
+import json
+import keyword
+import re
+from typing import Any, Union, get_type_hints
+
+import msgspec
+from msgspec import UNSET
+
+from . import chunks as _c
+from .errors import DecodeError, InvalidFrame, from_msgspec
+
+__all__ = ["decode_frame", "loads_frame", "chunk_class_for", "set_raw", "raw_json", "forget_raw",
+           "AnyChunk"]
+
+AnyChunk = Union[tuple(_c.TAGGED.values())]  # type: ignore[valid-type]
+
+_typed = msgspec.json.Decoder(AnyChunk)
+_untyped = msgspec.json.Decoder()
+
+_PREFIXED = (
+    ("data-", _c.DataChunk),
+    ("agent-execution-event-", _c.AgentExecutionEvent),
+    ("workflow-execution-event-", _c.WorkflowExecutionEvent),
+)
+
+
+def chunk_class_for(type_: str) -> type:
+    """The class a chunk of this ``type`` decodes to."""
+    cls = _c.TAGGED.get(type_)
+    if cls is not None:
+        return cls
+    for prefix, pcls in _PREFIXED:
+        if type_.startswith(prefix):
+            return pcls
+    return _c.UnknownChunk
+
+
+def _payload_class(cls: type) -> type | None:
+    hint = get_type_hints(cls).get("payload") if "payload" in cls.__struct_fields__ else None
+    if isinstance(hint, type) and issubclass(hint, msgspec.Struct):
+        return hint
+    return None
+
+
+_PAYLOAD = {cls: _payload_class(cls) for cls in _c.TAGGED.values()}
+
+
+def _wire_names(cls: type) -> set[str]:
+    names = set(cls.__struct_encode_fields__)
+    tag_field = cls.__struct_config__.tag_field
+    if tag_field:
+        names.add(tag_field)
+    return names
+
+
+def _attr_for(key: str, taken: set[str]) -> str:
+    base = key if key.isidentifier() and not keyword.iskeyword(key) else re.sub(r"\W", "_", key)
+    if not base or base[0].isdigit() or keyword.iskeyword(base):
+        base = "_" + base
+    name = base
+    while name in taken or name.startswith("__") or name in ("_raw",):
+        name = name + "_"
+    taken.add(name)
+    return name
+
+
+_EXTENDED: dict[tuple, type] = {}
+
+
+def _extend(base: type, keys: tuple[str, ...], overrides: list | None = None) -> type:
+    """A subclass of `base` that also declares `keys` (Any, optional)."""
+    ck = (base, keys, tuple((n, t) for n, t in (overrides or ())))
+    cls = _EXTENDED.get(ck)
+    if cls is None:
+        taken = set(base.__struct_fields__) | set(dir(base))
+        fields: list = list(overrides or ())
+        for key in keys:
+            fields.append((_attr_for(key, taken), Any, msgspec.field(default=UNSET, name=key)))
+        cls = msgspec.defstruct(base.__name__, fields, bases=(base,), module=base.__module__)
+        _EXTENDED[ck] = cls
+    return cls
+
+
+def _class_with_extras(obj: dict) -> type:
+    type_ = obj.get("type")
+    cls = chunk_class_for(type_) if isinstance(type_, str) else _c.UnknownChunk
+    known = _wire_names(cls)
+    top = tuple(k for k in obj if k not in known)
+    pcls = _PAYLOAD.get(cls)
+    payload = obj.get("payload")
+    pextra: tuple[str, ...] = ()
+    if pcls is not None and isinstance(payload, dict):
+        pknown = _wire_names(pcls)
+        pextra = tuple(k for k in payload if k not in pknown)
+    if not top and not pextra:
+        return cls
+    overrides = [("payload", _extend(pcls, pextra))] if pextra else None
+    return _extend(cls, top, overrides)
+
+
+def _json_obj(frame: Any) -> Any:
+    """json.loads semantics at msgspec speed: msgspec first, the stdlib for what msgspec refuses
+    (lone surrogate escapes, NaN/Infinity).  Raises msgspec's error when both refuse."""
+    try:
+        return _untyped.decode(frame)
+    except msgspec.DecodeError as exc:
+        try:
+            return json.loads(bytes(frame))
+        except (ValueError, RecursionError):
+            raise exc from None
+
+
+def decode_frame(frame: Any, frame_index: int = 0, frame_pos: int = 0) -> Any:
+    """Decode one frame's JSON text to its typed chunk (raw bytes not attached)."""
+    try:
+        try:
+            return _typed.decode(frame)
+        except msgspec.ValidationError:
+            pass
+        obj = _json_obj(frame)
+        if not isinstance(obj, dict):
+            return _typed.decode(frame)  # raises msgspec's "Expected `object`, got ..." error
+        return msgspec.convert(obj, _class_with_extras(obj))
+    except (msgspec.MsgspecError, UnicodeDecodeError, RecursionError) as exc:
+        raise from_msgspec(exc, frame, frame_index, frame_pos) from None
+
+
+def convert_item(obj: Any, frame_index: int = 0, frame_pos: int = 0) -> Any:
+    """A decoded JSON value (one element of a JSON-array document) to its typed chunk."""
+    try:
+        if not isinstance(obj, dict):
+            raise msgspec.ValidationError(f"Expected `object`, got `{type(obj).__name__}`")
+        return msgspec.convert(obj, _class_with_extras(obj))
+    except msgspec.MsgspecError as exc:
+        raise from_msgspec(exc, msgspec.json.encode(obj), frame_index, frame_pos) from None
+
+
+def loads_frame(frame: Any, frame_index: int = 0, frame_pos: int = 0) -> Any:
+    """Decode one frame's JSON text to exactly what ``json.loads`` returns."""
+    try:
+        return _json_obj(frame)
+    except (msgspec.MsgspecError, UnicodeDecodeError, RecursionError) as exc:
+        raise from_msgspec(exc, frame, frame_index, frame_pos) from None
+
+
+def set_raw(chunk: Any, raw: Any) -> Any:
+    """Remember the JSON text a chunk was decoded from, so that it re-encodes to the same bytes."""
+    chunk.__dict__["_raw"] = raw
+    return chunk
+
+
+def raw_json(chunk: Any) -> bytes | None:
+    """The JSON text a chunk was decoded from, or None for a chunk built in Python.
+
+    Structs are frozen and ``msgspec.structs.replace`` makes a new chunk without it, so it always
+    matches the chunk -- unless a nested dict or list of the chunk was mutated in place; call
+    :func:`forget_raw` after doing that.
+    """
+    d = getattr(chunk, "__dict__", None)
+    raw = d.get("_raw") if d else None
+    return bytes(raw) if raw is not None else None
+
+
+def forget_raw(chunk: Any) -> Any:
+    d = getattr(chunk, "__dict__", None)
+    if d:
+        d.pop("_raw", None)
+    return chunk
+
+
+
+def decode_document(buf: bytes, pos: int, as_dicts: bool, keep: bool, out: list) -> int:
+    """The ``json`` framing: one JSON document, either one chunk or an array of chunks.
+
+    Appends to `out` and returns how many frames it held.  Array elements carry no raw JSON text,
+    so they are re-serialized when encoded.
+    """
+    if not buf.strip(b" \t\r\n"):
+        return 0
+    try:
+        obj = loads_frame(buf, 0, pos)
+    except DecodeError as exc:
+        if not keep:
+            raise
+        out.append(InvalidFrame(buf, exc, 0, pos))
+        return 1
+    if not isinstance(obj, list):
+        try:
+            out.append(obj if as_dicts else set_raw(decode_frame(buf, 0, pos), buf.strip(b" \t\r\n")))
+        except DecodeError as exc:
+            if not keep:
+                raise
+            out.append(InvalidFrame(buf, exc, 0, pos))
+        return 1
+    for i, item in enumerate(obj):
+        try:
+            out.append(item if as_dicts else convert_item(item, i, pos))
+        except DecodeError as exc:
+            if not keep:
+                raise
+            out.append(InvalidFrame(msgspec.json.encode(item), exc, i, pos))
+    return len(obj)
