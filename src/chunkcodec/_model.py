@@ -68,11 +68,15 @@ def _wire_names(cls: type) -> set[str]:
 
 
 def _attr_for(key: str, taken: set[str]) -> str:
-    base = key if key.isidentifier() and not keyword.iskeyword(key) else re.sub(r"\W", "_", key)
-    if not base or base[0].isdigit() or keyword.iskeyword(base):
-        base = "_" + base
-    name = base
-    while name in taken or name.startswith("__") or name in ("_raw",):
+    """A Python attribute name for a wire key: as is when legal, `class` -> `class_` (like `from_`),
+    anything else with its illegal characters replaced by `_`."""
+    if keyword.iskeyword(key):
+        name = key + "_"
+    else:
+        name = re.sub(r"\W", "_", key)
+        if not name or name[0].isdigit():
+            name = "_" + name
+    while name in taken or name.startswith("__"):
         name = name + "_"
     taken.add(name)
     return name
@@ -90,7 +94,8 @@ def _extend(base: type, keys: tuple[str, ...], overrides: list | None = None) ->
         fields: list = list(overrides or ())
         for key in keys:
             fields.append((_attr_for(key, taken), Any, msgspec.field(default=UNSET, name=key)))
-        cls = msgspec.defstruct(base.__name__, fields, bases=(base,), module=base.__module__)
+        cls = msgspec.defstruct(base.__name__, fields, bases=(base,), module=base.__module__,
+                                kw_only=True)
         _EXTENDED[ck] = cls
     return cls
 
@@ -129,8 +134,8 @@ def decode_frame(frame: Any, frame_index: int = 0, frame_pos: int = 0) -> Any:
     try:
         try:
             return _typed.decode(frame)
-        except msgspec.ValidationError:
-            pass
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            pass  # unknown keys or type, or what only json.loads accepts: decode again below
         obj = _json_obj(frame)
         if not isinstance(obj, dict):
             return _typed.decode(frame)  # raises msgspec's "Expected `object`, got ..." error

@@ -1,0 +1,132 @@
+"""The typed model: every chunk type, real-world schema breaks, nothing lost."""
+
+import json
+
+import msgspec
+import pytest
+
+import chunkcodec as cc
+from chunkcodec import chunks
+
+SEED_TYPES = """text-start text-delta text-end reasoning-start reasoning-delta reasoning-end reasoning-signature
+tool-call tool-result tool-call-input-streaming-start tool-call-delta tool-call-input-streaming-end tool-error
+source file start step-start step-finish raw finish error abort object tool-output step-output
+background-task-started background-task-running background-task-progress background-task-output
+background-task-completed background-task-failed background-task-suspended background-task-resumed
+background-task-cancelled response-metadata watch tripwire""".split()
+CODE_TYPES = """redacted-reasoning reasoning-file custom tool-call-approval tool-call-suspended tool-output-denied
+object-result is-task-complete goal routing-agent-start routing-agent-text-start routing-agent-text-delta
+routing-agent-end routing-agent-abort agent-execution-start agent-execution-approval agent-execution-suspended
+agent-execution-end agent-execution-abort workflow-execution-start workflow-execution-end
+workflow-execution-suspended workflow-execution-abort tool-execution-start tool-execution-end
+tool-execution-approval tool-execution-suspended tool-execution-abort network-execution-event-step-finish
+network-execution-event-finish network-validation-start network-validation-end network-object
+network-object-result workflow-start workflow-finish workflow-canceled workflow-paused workflow-step-start
+workflow-step-finish workflow-step-suspended workflow-step-waiting workflow-step-output
+workflow-step-progress workflow-step-result""".split()
+
+
+@pytest.mark.parametrize("tag", SEED_TYPES + CODE_TYPES)
+def test_every_documented_type_has_a_class(tag):
+    cls = chunks.TAGGED[tag]
+    assert cls.__struct_config__.tag == tag and issubclass(cls, chunks.BaseChunk)
+
+
+def _rt(codec, obj):
+    line = json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+    chunk = codec.decode(line)
+    assert msgspec.to_builtins(chunk) == obj
+    assert codec.encode(chunk, "ndjson") == line + b"\n"
+    return chunk
+
+
+def test_unknown_fields_survive(codec):
+    obj = {"type": "text-delta", "runId": "r", "from": "AGENT", "extra": [1, {"x": 2}],
+           "payload": {"id": "1", "text": "hi", "newField": True, "odd key!": 1, "class": 2}}
+    chunk = _rt(codec, obj)
+    assert isinstance(chunk, cc.TextDelta) and chunk.payload.text == "hi"
+    assert chunk.extra == [1, {"x": 2}] and chunk.payload.newField is True
+    assert chunk.payload.class_ == 2
+    # the extended class is reused for the same set of extra keys
+    assert type(codec.decode(json.dumps(obj))) is type(chunk)
+
+
+def test_unknown_type_is_kept_whole(codec):
+    obj = {"type": "brand-new-thing", "runId": "r", "payload": {"a": 1}, "weird": "x"}
+    chunk = _rt(codec, obj)
+    assert isinstance(chunk, cc.UnknownChunk) and chunk.type == "brand-new-thing" and chunk.weird == "x"
+
+
+@pytest.mark.parametrize("obj,cls", [
+    ({"type": "data-progress", "data": {"pct": 50}}, cc.DataChunk),
+    ({"type": "data-log", "data": "x", "transient": True, "id": "d1"}, cc.DataChunk),
+    ({"type": "agent-execution-event-text-delta", "runId": "r", "from": "NETWORK",
+      "payload": {"type": "text-delta", "payload": {"id": "1", "text": "x"}}}, cc.AgentExecutionEvent),
+    ({"type": "workflow-execution-event-workflow-start", "payload": {"type": "workflow-start"}},
+     cc.WorkflowExecutionEvent),
+    ({"type": "tripwire", "payload": {"reason": "blocked", "retry": False, "processorId": "p"}}, cc.Tripwire),
+    ({"type": "tripwire", "runId": "r", "from": "AGENT", "payload": {"tripwireReason": "old"}}, cc.Tripwire),
+    ({"from": "AGENT", "runId": "r", "type": "object", "object": {"a": [1]}}, cc.Object),
+    ({"type": "object-result", "object": {"a": 1}, "metadata": {"fallback": False}}, cc.ObjectResult),
+    ({"type": "raw", "runId": "r", "from": "AGENT", "payload": "plain string"}, cc.Raw),
+    ({"type": "error", "payload": {"error": {"message": "An error occurred"}}}, cc.Error),
+    ({"type": "text-end", "runId": "r", "from": "AGENT", "payload": {"type": "text-end", "id": "1"}}, cc.TextEnd),
+    ({"type": "workflow-step-start", "id": "s", "runId": "r", "from": "WORKFLOW", "payload": {"id": "s"}},
+     cc.WorkflowStepStart),
+    ({"type": "file", "runId": "r", "from": "AGENT", "payload": {"data": {"0": 137, "1": 80}, "mimeType": "image/png"}},
+     cc.File),
+    ({"type": "text-delta", "payload": {"id": "1", "text": "no envelope"}}, cc.TextDelta),
+])
+def test_schema_breaks_from_real_streams(codec, obj, cls):
+    assert isinstance(_rt(codec, obj), cls)
+
+
+def test_from_attribute_and_chunk_construction(codec):
+    c = cc.TextDelta("run", "AGENT", payload=cc.TextDeltaPayload(id="1", text="x"))
+    assert c.from_ == "AGENT"
+    assert msgspec.to_builtins(c) == {"type": "text-delta", "runId": "run", "from": "AGENT",
+                                      "payload": {"id": "1", "text": "x"}}
+    assert codec.encode(c) == (b'data: {"type":"text-delta","runId":"run","from":"AGENT",'
+                               b'"payload":{"id":"1","text":"x"}}\n\n')
+
+
+def test_replace_drops_raw_bytes(codec):
+    line = b'{"payload":{"text":"a","id":"1"},"type":"text-delta"}'
+    c = codec.decode(line)
+    assert cc.raw_json(c) == line and codec.encode(c, "ndjson") == line + b"\n"
+    c2 = msgspec.structs.replace(c, runId="new")
+    assert cc.raw_json(c2) is None
+    assert codec.encode(c2, "ndjson") == b'{"type":"text-delta","runId":"new","payload":{"id":"1","text":"a"}}\n'
+    with pytest.raises(AttributeError):
+        c.runId = "x"  # frozen
+    c.payload  # still readable
+    cc.forget_raw(c)
+    assert cc.raw_json(c) is None
+
+
+def test_hot_and_cold_paths_build_equal_chunks(codec):
+    hot = b'{"type":"reasoning-delta","runId":"r","from":"AGENT","payload":{"id":"1","text":"\\u00e9\\ud83d\\ude00\\n"}}'
+    cold = hot.replace(b'"text"', b'"providerMetadata":{"a":{}},"text"')
+    h, c = codec.decode(hot), codec.decode(cold)
+    assert h.payload.text == c.payload.text == "\u00e9\U0001F600\n"
+    assert type(h) is type(c) is cc.ReasoningDelta
+    t = codec.decode(b'{"type":"tool-call-delta","payload":{"argsTextDelta":"{\\"a","toolCallId":"c1"}}')
+    assert t.payload.toolName is msgspec.UNSET and t.payload.argsTextDelta == '{"a'
+
+
+@pytest.mark.parametrize("text", ["", "a", "é", "ÿ", "Ā", "世界", "😀", "a\u2028b", "\x00", "\\", '"',
+                                  "e\u0301", "🇯🇵", "x" * 1000, "ascii then é", "é then 😀"])
+def test_string_kinds(codec, text):
+    obj = {"type": "text-delta", "runId": "r", "from": "AGENT", "payload": {"id": "1", "text": text}}
+    for ensure_ascii in (False, True):
+        line = json.dumps(obj, separators=(",", ":"), ensure_ascii=ensure_ascii).encode()
+        chunk = codec.decode(line)
+        assert chunk.payload.text == text
+        assert chunk.payload.text.__eq__(text) and hash(chunk.payload.text) == hash(text)
+
+
+def test_lone_surrogate_escapes_like_json_loads(codec):
+    line = b'{"type":"text-delta","payload":{"id":"1","text":"\\ud800x"}}'
+    assert codec.decode(line).payload.text == "\ud800x"
+    assert codec.loads(line) == json.loads(line)
+    assert codec.encode(codec.loads(line), "ndjson") == line + b"\n"
