@@ -124,4 +124,5 @@ def test_paths_agree_on_errors(both):
     for _, framing, data, *_ in CASES:
         n = outcome(lambda: decode_all(native, data, framing, max_frame_bytes=200))
         r = outcome(lambda: decode_all(reference, data, framing, max_frame_bytes=200))
-        assert n[0] == "err" and n == r
+        assert n[0] == "err" and n[1] in {"DecodeError", "ValidationError", "FrameTooLarge", "TruncatedError"}
+        assert n == r

@@ -67,6 +67,10 @@ class Api:
 
     def __init__(self, impl: Any):
         self.impl = impl
+        self.StreamDecoder = impl.StreamDecoder
+        self.Encoder = impl.Encoder
+        self.decode = impl.decode
+        self.loads = impl.loads
 
     def _iter(self, source: Any, framing: str, as_dicts: bool, **opts: Any) -> Iterator[Any]:
         dec = self.impl.StreamDecoder(framing, _as_dicts=as_dicts, **opts)
