@@ -1,21 +1,53 @@
 /* Output that matches JavaScript's JSON.stringify byte for byte (see encode.h). */
+#include <stdint.h>
 #include <string.h>
 #include "chunkcodec/encode.h"
 
 static const char hexdig[] = "0123456789abcdef";
 
+/* Extra bytes an escape adds: 1 for the two-byte escapes, 5 for \u00xx, 0 for a raw byte. */
+static const unsigned char esc_extra[256] = {
+    5,5,5,5,5,5,5,5,1,1,1,5,1,1,5,5, 5,5,5,5,5,5,5,5,5,5,5,5,5,5,5,5,
+    0,0,1,0,0,0,0,0,0,0,0,0,0,0,0,0, 0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,
+    0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0, 0,0,0,0,0,0,0,0,0,0,0,0,1,0,0,0,
+};
+
 /* 0: copy raw; 1: two-byte escape; 2: \u00xx */
 static unsigned char esc_class(unsigned char c) {
-    if (c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t') return 1;
-    if (c < 0x20) return 2;
-    return 0;
+    unsigned char e = esc_extra[c];
+    return e == 1 ? 1 : e == 5 ? 2 : 0;
 }
 
+/* Offset of the first byte at or after i that needs escaping ('"', '\\' or a control), or len. */
+#if defined(__SSE2__)
+#include <emmintrin.h>
+static size_t next_escape(const char *src, size_t i, size_t len) {
+    const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\'), ctl = _mm_set1_epi8(0x1F);
+    const __m128i bias = _mm_set1_epi8((char)0x80);
+    while (i + 16 <= len) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(src + i));
+        __m128i m = _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash));
+        /* unsigned v <= 0x1F, done as a signed compare after flipping the top bit */
+        m = _mm_or_si128(m, _mm_cmplt_epi8(_mm_xor_si128(v, bias), _mm_xor_si128(_mm_add_epi8(ctl, _mm_set1_epi8(1)), bias)));
+        unsigned mask = (unsigned)_mm_movemask_epi8(m);
+        if (mask) return i + (size_t)__builtin_ctz(mask);
+        i += 16;
+    }
+    while (i < len && !esc_extra[(unsigned char)src[i]]) i++;
+    return i;
+}
+#else
+static size_t next_escape(const char *src, size_t i, size_t len) {
+    while (i < len && !esc_extra[(unsigned char)src[i]]) i++;
+    return i;
+}
+#endif
+
 size_t cc_js_escaped_len(const char *src, size_t len) {
-    size_t n = len;
-    for (size_t i = 0; i < len; i++) {
-        unsigned char k = esc_class((unsigned char)src[i]);
-        n += k == 1 ? 1 : k == 2 ? 5 : 0;
+    size_t n = len, i = next_escape(src, 0, len);
+    while (i < len) {
+        n += esc_extra[(unsigned char)src[i]];
+        i = next_escape(src, i + 1, len);
     }
     return n;
 }
@@ -24,7 +56,7 @@ size_t cc_js_escape(const char *src, size_t len, char *dst) {
     size_t w = 0, i = 0;
     while (i < len) {
         size_t run = i;
-        while (i < len && !esc_class((unsigned char)src[i])) i++;
+        i = next_escape(src, i, len);
         memcpy(dst + w, src + run, i - run);
         w += i - run;
         if (i >= len) break;
@@ -41,6 +73,67 @@ size_t cc_js_escape(const char *src, size_t len, char *dst) {
         default:
             dst[w++] = 'u'; dst[w++] = '0'; dst[w++] = '0';
             dst[w++] = hexdig[c >> 4]; dst[w++] = hexdig[c & 15];
+        }
+    }
+    return w;
+}
+
+static inline uint32_t unit_at(int kind, const void *data, size_t i) {
+    if (kind == 1) return ((const uint8_t *)data)[i];
+    if (kind == 2) return ((const uint16_t *)data)[i];
+    return ((const uint32_t *)data)[i];
+}
+
+size_t cc_js_escaped_len_ucs(int kind, const void *data, size_t n) {
+    if (kind == 1) {
+        const uint8_t *p = (const uint8_t *)data;
+        size_t total = 0;
+        for (size_t i = 0; i < n; i++) {
+            uint8_t c = p[i];
+            if (c >= 0x80) total += 2;
+            else { unsigned char k = esc_class(c); total += k == 1 ? 2 : k == 2 ? 6 : 1; }
+        }
+        return total;
+    }
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t c = unit_at(kind, data, i);
+        if (c < 0x80) { unsigned char k = esc_class((unsigned char)c); total += k == 1 ? 2 : k == 2 ? 6 : 1; }
+        else if (c < 0x800) total += 2;
+        else if (c >= 0xD800 && c <= 0xDFFF) total += 6;
+        else if (c < 0x10000) total += 3;
+        else total += 4;
+    }
+    return total;
+}
+
+size_t cc_js_escape_ucs(int kind, const void *data, size_t n, char *dst) {
+    size_t w = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t c = unit_at(kind, data, i);
+        if (c < 0x80) {
+            if (esc_class((unsigned char)c)) {
+                char one = (char)c;
+                w += cc_js_escape(&one, 1, dst + w);
+            } else {
+                dst[w++] = (char)c;
+            }
+        } else if (c < 0x800) {
+            dst[w++] = (char)(0xC0 | (c >> 6));
+            dst[w++] = (char)(0x80 | (c & 0x3F));
+        } else if (c >= 0xD800 && c <= 0xDFFF) {
+            dst[w++] = '\\'; dst[w++] = 'u';
+            dst[w++] = hexdig[(c >> 12) & 15]; dst[w++] = hexdig[(c >> 8) & 15];
+            dst[w++] = hexdig[(c >> 4) & 15]; dst[w++] = hexdig[c & 15];
+        } else if (c < 0x10000) {
+            dst[w++] = (char)(0xE0 | (c >> 12));
+            dst[w++] = (char)(0x80 | ((c >> 6) & 0x3F));
+            dst[w++] = (char)(0x80 | (c & 0x3F));
+        } else {
+            dst[w++] = (char)(0xF0 | (c >> 18));
+            dst[w++] = (char)(0x80 | ((c >> 12) & 0x3F));
+            dst[w++] = (char)(0x80 | ((c >> 6) & 0x3F));
+            dst[w++] = (char)(0x80 | (c & 0x3F));
         }
     }
     return w;

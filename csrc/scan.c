@@ -26,6 +26,30 @@ static const unsigned char special[256] = {
     1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1, 1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,
 };
 
+/* Skip bytes that need no attention inside a string: 16 at a time where SSE2 is there (every x86-64),
+ * else through the table.  Returns the offset of the first special byte, or n. */
+#if defined(__SSE2__)
+#include <emmintrin.h>
+static size_t skip_plain(const unsigned char *p, size_t i, size_t n) {
+    const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\'), ctl = _mm_set1_epi8(0x1F);
+    while (i + 16 <= n) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(p + i));
+        __m128i m = _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash));
+        m = _mm_or_si128(m, _mm_cmpeq_epi8(_mm_min_epu8(v, ctl), v));     /* v <= 0x1F */
+        unsigned mask = (unsigned)_mm_movemask_epi8(m) | (unsigned)_mm_movemask_epi8(v); /* v >= 0x80 */
+        if (mask) return i + (size_t)__builtin_ctz(mask);
+        i += 16;
+    }
+    while (i < n && !special[p[i]]) i++;
+    return i;
+}
+#else
+static size_t skip_plain(const unsigned char *p, size_t i, size_t n) {
+    while (i < n && !special[p[i]]) i++;
+    return i;
+}
+#endif
+
 static int hexval(unsigned char c) {
     if (c >= '0' && c <= '9') return c - '0';
     if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -99,6 +123,15 @@ static size_t escape_one(const unsigned char *p, size_t n, uint32_t *cp) {
     }
 }
 
+/* Is the escape at p (after the backslash, l bytes, decoding to cp) the one JSON.stringify writes? */
+static int canonical_escape(const unsigned char *p, size_t l, uint32_t cp) {
+    if (l == 1) return p[0] != '/';
+    if (l != 5 || cp >= 0x20 || cp == '\b' || cp == '\f' || cp == '\n' || cp == '\r' || cp == '\t')
+        return 0;
+    /* \u00xx with lowercase hex */
+    return p[1] == '0' && p[2] == '0' && !(p[3] >= 'A' && p[3] <= 'F') && !(p[4] >= 'A' && p[4] <= 'F');
+}
+
 /* Scan a string starting just after its opening quote.  On success returns the offset of the
  * closing quote (relative to p) and fills s. */
 static cc_status scan_string(const unsigned char *p, size_t n, size_t *close, cc_str_t *s) {
@@ -107,7 +140,7 @@ static cc_status scan_string(const unsigned char *p, size_t n, size_t *close, cc
     int flags = 0;
     for (;;) {
         size_t run = i;
-        while (i < n && !special[p[i]]) i++;
+        i = skip_plain(p, i, n);
         ncp += i - run;
         /* PyUnicode_New only needs an upper bound within the right kind: 0x7F for ASCII. */
         if (i > run && maxc < 0x7F) maxc = 0x7F;
@@ -119,6 +152,7 @@ static cc_status scan_string(const unsigned char *p, size_t n, size_t *close, cc
         if (c == '\\') {
             l = escape_one(p + i + 1, n - i - 1, &cp);
             if (!l) return CC_NOT_HOT;
+            if (!canonical_escape(p + i + 1, l, cp)) flags |= CC_STR_NONCANON;
             i += 1 + l;
             flags |= CC_STR_ESCAPED;
         } else if (c < 0x20) {
@@ -197,10 +231,21 @@ void cc_str_decode(const cc_str_t *s, int kind, void *dst) {
     }
 }
 
-static size_t skip_ws(const unsigned char *p, size_t i, size_t n) {
+static inline size_t skip_ws(const unsigned char *p, size_t i, size_t n, int *canon) {
+    /* compact JSON has no white space: one test for the common case */
+    if (i < n && p[i] > ' ') return i;
+    size_t j = i;
     while (i < n && (p[i] == ' ' || p[i] == '\t' || p[i] == '\n' || p[i] == '\r')) i++;
+    if (i != j) *canon = 0;
     return i;
 }
+
+/* Position of each key in Mastra's order (type, runId, from, payload; id, text; argsTextDelta,
+ * toolCallId, toolName): keys in increasing rank are in canonical order. */
+static const int key_rank[CC_F_COUNT + 2] = {
+    [CC_F_RUN_ID] = 1, [CC_F_FROM] = 2, [CC_F_ID] = 0, [CC_F_TEXT] = 1, [CC_F_ARGS_TEXT_DELTA] = 0,
+    [CC_F_TOOL_CALL_ID] = 1, [CC_F_TOOL_NAME] = 2, [CC_F_COUNT] = 0, [CC_F_COUNT + 1] = 3,
+};
 
 #define KEY_IS(k, kl, lit) ((kl) == sizeof(lit) - 1 && memcmp((k), (lit), sizeof(lit) - 1) == 0)
 
@@ -226,13 +271,9 @@ static int payload_key(const char *k, size_t kl) {
 }
 
 /* Scan a key (plain, unescaped) at p[i] == '"'.  Returns offset past the closing quote or 0. */
-static size_t scan_key(const unsigned char *p, size_t i, size_t n, const char **k, size_t *kl) {
-    size_t j = i + 1;
-    while (j < n && p[j] != '"') {
-        if (special[p[j]]) return 0;
-        j++;
-    }
-    if (j >= n) return 0;
+static inline size_t scan_key(const unsigned char *p, size_t i, size_t n, const char **k, size_t *kl) {
+    size_t j = skip_plain(p, i + 1, n);
+    if (j >= n || p[j] != '"') return 0;    /* an escape, a control or non-ASCII: not a key we know */
     *k = (const char *)p + i + 1;
     *kl = j - i - 1;
     return j + 1;
@@ -240,7 +281,8 @@ static size_t scan_key(const unsigned char *p, size_t i, size_t n, const char **
 
 static size_t scan_object(const unsigned char *p, size_t i, size_t n, int top, cc_hot_t *out,
                           cc_str_t *type, unsigned *seen) {
-    i = skip_ws(p, i + 1, n);
+    int last_rank = -1;
+    i = skip_ws(p, i + 1, n, &out->canonical);
     if (i < n && p[i] == '}') return i + 1;
     for (;;) {
         const char *k;
@@ -253,9 +295,11 @@ static size_t scan_object(const unsigned char *p, size_t i, size_t n, int top, c
         unsigned bit = 1u << slot;
         if (*seen & bit) return 0;                 /* duplicate key */
         *seen |= bit;
-        i = skip_ws(p, i, n);
+        if (key_rank[slot] <= last_rank) out->canonical = 0;
+        last_rank = key_rank[slot];
+        i = skip_ws(p, i, n, &out->canonical);
         if (i >= n || p[i] != ':') return 0;
-        i = skip_ws(p, i + 1, n);
+        i = skip_ws(p, i + 1, n, &out->canonical);
         if (i >= n) return 0;
         if (top && slot == CC_F_COUNT + 1) {
             if (p[i] != '{') return 0;
@@ -266,13 +310,14 @@ static size_t scan_object(const unsigned char *p, size_t i, size_t n, int top, c
             size_t close;
             cc_str_t *dst = slot == CC_F_COUNT ? type : &out->f[slot];
             if (scan_string(p + i + 1, n - i - 1, &close, dst) != CC_OK) return 0;
+            if (dst->flags & CC_STR_NONCANON) out->canonical = 0;
             i += close + 2;
         }
-        i = skip_ws(p, i, n);
+        i = skip_ws(p, i, n, &out->canonical);
         if (i >= n) return 0;
         if (p[i] == '}') return i + 1;
         if (p[i] != ',') return 0;
-        i = skip_ws(p, i + 1, n);
+        i = skip_ws(p, i + 1, n, &out->canonical);
     }
 }
 
@@ -281,11 +326,12 @@ cc_status cc_scan_hot(const char *buf, size_t len, cc_hot_t *out) {
     cc_str_t type = {0};
     unsigned seen = 0;
     memset(out, 0, sizeof(*out));
-    size_t i = skip_ws(p, 0, len);
+    out->canonical = 1;
+    size_t i = skip_ws(p, 0, len, &out->canonical);
     if (i >= len || p[i] != '{') return CC_NOT_HOT;
     i = scan_object(p, i, len, 1, out, &type, &seen);
     if (!i) return CC_NOT_HOT;
-    if (skip_ws(p, i, len) != len) return CC_NOT_HOT;
+    if (skip_ws(p, i, len, &out->canonical) != len) return CC_NOT_HOT;
     if (!(seen & (1u << (CC_F_COUNT + 1))) || !type.p || (type.flags & CC_STR_ESCAPED)) return CC_NOT_HOT;
     unsigned payload = seen & ((1u << CC_F_ID) | (1u << CC_F_TEXT) | (1u << CC_F_ARGS_TEXT_DELTA) |
                                (1u << CC_F_TOOL_CALL_ID) | (1u << CC_F_TOOL_NAME));

@@ -46,6 +46,10 @@ def test_generated_streams(both, items, framing, ascii_, cuts):
     whole = decode_all(native, body, framing)
     got = [json.loads(json.dumps(g[1])) for g in whole]
     assert got == [json.loads(json.dumps(o)) for o in objs]
+    # decoded and not modified -> the identical bytes, escapes and key order included
+    for api in (native, reference):
+        chunks = list(api.iter_chunks(body, framing))
+        assert b"".join(api.Encoder(framing).encode(c) for c in chunks) == body
 
 
 @SETTINGS

@@ -13,16 +13,15 @@ def outcome(fn):
         return ("err", type(exc).__name__, str(exc))
 
 
-def normalize(items):
-    """Chunks -> comparable values: builtins plus the concrete class name and raw bytes."""
+def normalize(items, codec):
+    """Chunks -> comparable values: builtins plus the concrete class name and the JSON text."""
     out = []
     for c in items:
         if isinstance(c, InvalidFrame):
             out.append(("invalid", c.raw, type(c.error).__name__, str(c.error), c.frame_index, c.pos,
                         c.dropped))
         elif isinstance(c, msgspec.Struct):
-            raw = c.__dict__.get("_raw") if hasattr(c, "__dict__") else None
-            out.append((type(c).__name__, msgspec.to_builtins(c), bytes(raw) if raw is not None else None))
+            out.append((type(c).__name__, msgspec.to_builtins(c), codec.impl.to_json(c)))
         else:
             out.append(c)
     return out
@@ -40,4 +39,4 @@ def decode_all(codec, data, framing="auto", splits=None, **opts):
             got += dec.feed(data[prev:s])
             prev = s
     got += dec.close()
-    return normalize(got)
+    return normalize(got, codec)

@@ -10,7 +10,7 @@ import os as _os
 
 from . import _reference
 from ._api import Api as _Api
-from ._model import AnyChunk, forget_raw, raw_json
+from ._model import AnyChunk, forget_raw
 from .chunks import *  # noqa: F401,F403
 from .chunks import __all__ as _chunk_names
 from .errors import (ChunkError, DecodeError, EncodeError, FrameTooLarge, InvalidFrame,
@@ -37,6 +37,9 @@ iter_dicts = _api.iter_dicts
 aiter_chunks = _api.aiter_chunks
 encode = _api.encode
 encode_stream = _api.encode_stream
+#: The exact JSON text ``encode`` writes for a chunk: for a chunk decoded from bytes and not
+#: replaced since, the bytes it was decoded from.
+raw_json = _impl.to_json
 
 __version__ = "0.1.0"
 

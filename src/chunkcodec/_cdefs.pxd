@@ -58,14 +58,18 @@ cdef extern from "chunkcodec/scan.h":
         int flags
     ctypedef struct cc_hot_t:
         int type
+        int canonical
         cc_str_t f[7]
     cc_status cc_scan_hot(const char *buf, size_t len, cc_hot_t *out) nogil
     void cc_str_decode(const cc_str_t *s, int kind, void *dst) nogil
     int CC_STR_ESCAPED
+    int CC_STR_NONCANON
 
 
 cdef extern from "chunkcodec/encode.h":
     size_t cc_js_escaped_len(const char *src, size_t len) nogil
     size_t cc_js_escape(const char *src, size_t len, char *dst) nogil
+    size_t cc_js_escaped_len_ucs(int kind, const void *data, size_t n) nogil
+    size_t cc_js_escape_ucs(int kind, const void *data, size_t n, char *dst) nogil
     size_t cc_js_numbers(const char *src, size_t len, char *dst) nogil
     int cc_js_numbers_needed(const char *src, size_t len) nogil

@@ -12,7 +12,8 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE, PyBytes_CheckExa
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyByteArray_Resize
 from cpython.buffer cimport PyBuffer_FillInfo
 from cpython.object cimport PyObject
-from libc.string cimport memcpy, memcmp
+from cpython.ref cimport Py_DECREF
+from libc.string cimport memcpy, memcmp, strlen
 from libc.stdint cimport uint32_t
 
 from chunkcodec._cdefs cimport *
@@ -28,9 +29,23 @@ cdef extern from "Python.h":
     void* PyUnicode_DATA(object o)
     int PyUnicode_KIND(object o)
     const char* PyUnicode_AsUTF8AndSize(object o, Py_ssize_t* size) except NULL
+    bint PyUnicode_IS_ASCII(object o)
+    Py_ssize_t PyUnicode_GET_LENGTH(object o)
     object PyObject_Vectorcall(object callable, PyObject** args, size_t nargsf, PyObject* kwnames)
     int PyObject_GenericSetDict(object o, object value, void* context) except -1
     PyObject** _PyObject_GetDictPtr(object o)
+
+cdef extern from "Python.h":
+    ctypedef struct PyMemberDef:
+        Py_ssize_t offset
+    ctypedef struct PyMemberDescrObject:
+        PyMemberDef* d_member
+    ctypedef PyObject* (*allocfunc)(void* tp, Py_ssize_t n)
+    ctypedef struct _TypeObj "PyTypeObject":
+        allocfunc tp_alloc
+    int PyObject_GC_IsTracked(object o)
+    void PyObject_GC_UnTrack(void* o)
+    void Py_INCREF(object o)
 
 DEF FRAME_BATCH = 256
 DEF NOGIL_BYTES = 65536
@@ -53,9 +68,71 @@ cdef object _ToolCallDeltaPayload = _chunks.ToolCallDeltaPayload
 cdef object _UNSET = msgspec.UNSET
 cdef tuple _KW_PAYLOAD = ("payload",)
 cdef tuple _KW_ID_TEXT = ("id", "text")
-cdef tuple _KW_TOOL2 = ("argsTextDelta", "toolCallId")
 cdef tuple _KW_TOOL3 = ("argsTextDelta", "toolCallId", "toolName")
 cdef object _decode_frame = _model.decode_frame
+
+
+# ------------------------------------------------------------------------------------------------
+# Building the hot chunks.  msgspec's constructor validates and fills defaults through a generic
+# vectorcall; for the three delta types, whose fields are all str, the structs are allocated and
+# their slots written directly at the offsets their member descriptors publish.  A self-check at
+# import compares the result with the constructor's; if msgspec ever lays structs out differently,
+# the constructor is used instead.
+
+cdef Py_ssize_t _slot(object cls, str name) except -1:
+    for klass in cls.__mro__:
+        d = klass.__dict__.get(name)
+        if d is not None:
+            if type(d).__name__ != "member_descriptor":
+                raise TypeError(f"{cls.__name__}.{name} is not a slot")
+            return (<PyMemberDescrObject*><PyObject*>d).d_member.offset
+    raise TypeError(f"{cls.__name__} has no slot {name}")
+
+
+cdef inline void _put_slot(object obj, Py_ssize_t off, object value):
+    Py_INCREF(value)
+    (<PyObject**>((<char*><PyObject*>obj) + off))[0] = <PyObject*>value
+
+
+cdef inline object _get_slot(object obj, Py_ssize_t off):
+    return <object>(<PyObject**>((<char*><PyObject*>obj) + off))[0]
+
+
+cdef inline object _alloc(object cls):
+    cdef PyObject* o = (<_TypeObj*><PyObject*>cls).tp_alloc(<void*><PyObject*>cls, 0)
+    if o == NULL:
+        raise MemoryError()
+    obj = <object>o
+    Py_DECREF(obj)   # <object> took a new reference; tp_alloc's own is the one we keep
+    return obj
+
+
+cdef Py_ssize_t C_RUN, C_FROM, TD_PAYLOAD, TD_META, RD_PAYLOAD, RD_META, TC_PAYLOAD, TC_META
+cdef Py_ssize_t TP_ID, TP_PM, TP_TEXT, RP_ID, RP_PM, RP_TEXT, TCP_ARGS, TCP_ID, TCP_NAME, TCP_PM
+cdef bint _DIRECT = False
+
+
+def _layout():
+    global C_RUN, C_FROM, TD_PAYLOAD, TD_META, RD_PAYLOAD, RD_META, TC_PAYLOAD, TC_META
+    global TP_ID, TP_PM, TP_TEXT, RP_ID, RP_PM, RP_TEXT, TCP_ARGS, TCP_ID, TCP_NAME, TCP_PM
+    for cls, fields in ((_TextDelta, ("runId", "from_", "payload", "metadata")),
+                        (_ReasoningDelta, ("runId", "from_", "payload", "metadata")),
+                        (_ToolCallDelta, ("runId", "from_", "payload", "metadata")),
+                        (_TextDeltaPayload, ("id", "providerMetadata", "text")),
+                        (_ReasoningDeltaPayload, ("id", "providerMetadata", "text")),
+                        (_ToolCallDeltaPayload, ("argsTextDelta", "toolCallId", "toolName", "providerMetadata"))):
+        if cls.__struct_fields__ != fields:
+            raise TypeError(f"{cls.__name__} fields changed: {cls.__struct_fields__}")
+    C_RUN, C_FROM = _slot(_TextDelta, "runId"), _slot(_TextDelta, "from_")
+    if (_slot(_ReasoningDelta, "runId"), _slot(_ToolCallDelta, "from_")) != (C_RUN, C_FROM):
+        raise TypeError("envelope slots differ")
+    TD_PAYLOAD, TD_META = _slot(_TextDelta, "payload"), _slot(_TextDelta, "metadata")
+    RD_PAYLOAD, RD_META = _slot(_ReasoningDelta, "payload"), _slot(_ReasoningDelta, "metadata")
+    TC_PAYLOAD, TC_META = _slot(_ToolCallDelta, "payload"), _slot(_ToolCallDelta, "metadata")
+    TP_ID, TP_PM, TP_TEXT = (_slot(_TextDeltaPayload, n) for n in ("id", "providerMetadata", "text"))
+    RP_ID, RP_PM, RP_TEXT = (_slot(_ReasoningDeltaPayload, n) for n in ("id", "providerMetadata", "text"))
+    TCP_ARGS, TCP_ID, TCP_NAME, TCP_PM = (_slot(_ToolCallDeltaPayload, n)
+                                          for n in ("argsTextDelta", "toolCallId", "toolName", "providerMetadata"))
 cdef object _loads_frame = _model.loads_frame
 
 
@@ -79,11 +156,14 @@ cdef bytes _to_bytes(object data):
 
 
 @cython.final
+@cython.no_gc
 @cython.freelist(64)
 cdef class RawSpan:
     """Read-only view of the JSON text a chunk was decoded from (a slice of an input piece).
 
-    Holding it keeps that piece alive, like msgspec.Raw; ``bytes(span)`` copies it out.
+    Holding it keeps that piece alive, like msgspec.Raw; ``bytes(span)`` copies it out.  It only
+    ever refers to a bytes object, so it cannot be part of a cycle and is not tracked by the GC
+    (which also keeps the per-chunk dict that holds it untracked).
     """
     cdef bytes owner
     cdef Py_ssize_t start
@@ -115,6 +195,8 @@ cdef inline RawSpan _span(bytes owner, Py_ssize_t start, Py_ssize_t length):
 
 
 cdef inline object _make_str(const cc_str_t* s):
+    # The scanner measured the string (code points, largest one), so the str is allocated at its
+    # final size and kind and filled in one pass: faster than PyUnicode_DecodeUTF8 on short text.
     cdef object u = PyUnicode_New(<Py_ssize_t>s.ncp, <Py_UCS4>s.maxchar)
     cc_str_decode(s, PyUnicode_KIND(u), PyUnicode_DATA(u))
     return u
@@ -327,12 +409,15 @@ cdef class StreamDecoder:
             owner = b
             start = boff + f.start
             length = f.len
-        pos = base + f.start
         if not self._dicts and cc_scan_hot(PyBytes_AS_STRING(owner) + start, length, &hot) == CC_OK:
             chunk = self._build_hot(&hot)
-            _set_raw(chunk, _span(owner, start, length))
+            if not hot.canonical:
+                # A canonical frame is exactly what the encoder writes from the fields, so only
+                # a non-canonical one needs its bytes kept to re-encode identically.
+                _set_raw(chunk, _span(owner, start, length))
             out.append(chunk)
             return
+        pos = base + f.start
         span = _span(owner, start, length)
         try:
             if self._dicts:
@@ -362,37 +447,17 @@ cdef class StreamDecoder:
         return val
 
     cdef object _build_hot(self, cc_hot_t* h):
-        cdef PyObject* args[3]
-        cdef object a0, a1, a2, payload, run_id, from_, cls
+        cdef object run_id = self._cached(&h.f[CC_F_RUN_ID], CC_F_RUN_ID) if h.f[CC_F_RUN_ID].p != NULL else _UNSET
+        cdef object from_ = self._cached(&h.f[CC_F_FROM], CC_F_FROM) if h.f[CC_F_FROM].p != NULL else _UNSET
+        cdef object a0, a1, a2
         if h.type == CC_HOT_TOOL_CALL_DELTA:
             a0 = _make_str(&h.f[CC_F_ARGS_TEXT_DELTA])
             a1 = self._cached(&h.f[CC_F_TOOL_CALL_ID], CC_F_TOOL_CALL_ID)
-            args[0] = <PyObject*>a0
-            args[1] = <PyObject*>a1
-            if h.f[CC_F_TOOL_NAME].p != NULL:
-                a2 = self._cached(&h.f[CC_F_TOOL_NAME], CC_F_TOOL_NAME)
-                args[2] = <PyObject*>a2
-                payload = PyObject_Vectorcall(_ToolCallDeltaPayload, args, 0, <PyObject*>_KW_TOOL3)
-            else:
-                payload = PyObject_Vectorcall(_ToolCallDeltaPayload, args, 0, <PyObject*>_KW_TOOL2)
-            cls = _ToolCallDelta
-        else:
-            a0 = self._cached(&h.f[CC_F_ID], CC_F_ID)
-            a1 = _make_str(&h.f[CC_F_TEXT])
-            args[0] = <PyObject*>a0
-            args[1] = <PyObject*>a1
-            if h.type == CC_HOT_TEXT_DELTA:
-                payload = PyObject_Vectorcall(_TextDeltaPayload, args, 0, <PyObject*>_KW_ID_TEXT)
-                cls = _TextDelta
-            else:
-                payload = PyObject_Vectorcall(_ReasoningDeltaPayload, args, 0, <PyObject*>_KW_ID_TEXT)
-                cls = _ReasoningDelta
-        run_id = self._cached(&h.f[CC_F_RUN_ID], CC_F_RUN_ID) if h.f[CC_F_RUN_ID].p != NULL else _UNSET
-        from_ = self._cached(&h.f[CC_F_FROM], CC_F_FROM) if h.f[CC_F_FROM].p != NULL else _UNSET
-        args[0] = <PyObject*>run_id
-        args[1] = <PyObject*>from_
-        args[2] = <PyObject*>payload
-        return PyObject_Vectorcall(cls, args, 2, <PyObject*>_KW_PAYLOAD)
+            a2 = self._cached(&h.f[CC_F_TOOL_NAME], CC_F_TOOL_NAME) if h.f[CC_F_TOOL_NAME].p != NULL else _UNSET
+            return _tool_call_delta(run_id, from_, a0, a1, a2)
+        a0 = self._cached(&h.f[CC_F_ID], CC_F_ID)
+        a1 = _make_str(&h.f[CC_F_TEXT])
+        return _text_like(h.type == CC_HOT_TEXT_DELTA, run_id, from_, a0, a1)
 
     # -- end --------------------------------------------------------------------------------
     def close(self):
@@ -449,6 +514,87 @@ cdef class StreamDecoder:
                 break
 
 
+cdef object _text_like(bint text, object run_id, object from_, object id_, object body):
+    cdef PyObject* args[3]
+    if not _DIRECT:
+        args[0] = <PyObject*>id_
+        args[1] = <PyObject*>body
+        payload = PyObject_Vectorcall(_TextDeltaPayload if text else _ReasoningDeltaPayload, args, 0,
+                                      <PyObject*>_KW_ID_TEXT)
+        args[0] = <PyObject*>run_id
+        args[1] = <PyObject*>from_
+        args[2] = <PyObject*>payload
+        return PyObject_Vectorcall(_TextDelta if text else _ReasoningDelta, args, 2, <PyObject*>_KW_PAYLOAD)
+    payload = _alloc(_TextDeltaPayload if text else _ReasoningDeltaPayload)
+    _put_slot(payload, TP_ID if text else RP_ID, id_)
+    _put_slot(payload, TP_PM if text else RP_PM, _UNSET)
+    _put_slot(payload, TP_TEXT if text else RP_TEXT, body)
+    if PyObject_GC_IsTracked(payload):
+        PyObject_GC_UnTrack(<void*><PyObject*>payload)   # only str fields: no cycle possible
+    chunk = _alloc(_TextDelta if text else _ReasoningDelta)
+    _put_slot(chunk, C_RUN, run_id)
+    _put_slot(chunk, C_FROM, from_)
+    _put_slot(chunk, TD_PAYLOAD if text else RD_PAYLOAD, payload)
+    _put_slot(chunk, TD_META if text else RD_META, _UNSET)
+    return chunk
+
+
+cdef object _tool_call_delta(object run_id, object from_, object args_, object call_id, object name):
+    cdef PyObject* args[3]
+    if not _DIRECT:
+        args[0] = <PyObject*>args_
+        args[1] = <PyObject*>call_id
+        args[2] = <PyObject*>name
+        payload = PyObject_Vectorcall(_ToolCallDeltaPayload, args, 0, <PyObject*>_KW_TOOL3)
+        args[0] = <PyObject*>run_id
+        args[1] = <PyObject*>from_
+        args[2] = <PyObject*>payload
+        return PyObject_Vectorcall(_ToolCallDelta, args, 2, <PyObject*>_KW_PAYLOAD)
+    payload = _alloc(_ToolCallDeltaPayload)
+    _put_slot(payload, TCP_ARGS, args_)
+    _put_slot(payload, TCP_ID, call_id)
+    _put_slot(payload, TCP_NAME, name)
+    _put_slot(payload, TCP_PM, _UNSET)
+    if PyObject_GC_IsTracked(payload):
+        PyObject_GC_UnTrack(<void*><PyObject*>payload)
+    chunk = _alloc(_ToolCallDelta)
+    _put_slot(chunk, C_RUN, run_id)
+    _put_slot(chunk, C_FROM, from_)
+    _put_slot(chunk, TC_PAYLOAD, payload)
+    _put_slot(chunk, TC_META, _UNSET)
+    return chunk
+
+
+def _direct():
+    """True when the hot chunks are built by direct slot writes (else by their constructors)."""
+    return _DIRECT
+
+
+def _self_check():
+    """Direct construction must give exactly what the constructors give."""
+    global _DIRECT
+    try:
+        _layout()
+        _DIRECT = True
+        for text in (True, False):
+            for r, f in (("r", "AGENT"), (_UNSET, _UNSET)):
+                d = _text_like(text, r, f, "i", "t")
+                ref = (_TextDelta if text else _ReasoningDelta)(
+                    r, f, payload=(_TextDeltaPayload if text else _ReasoningDeltaPayload)(id="i", text="t"))
+                if d != ref or repr(d) != repr(ref) or msgspec.to_builtins(d) != msgspec.to_builtins(ref):
+                    raise TypeError("mismatch")
+        d = _tool_call_delta("r", "AGENT", "{", "c", _UNSET)
+        ref = _ToolCallDelta("r", "AGENT", payload=_ToolCallDeltaPayload(argsTextDelta="{", toolCallId="c"))
+        if d != ref or msgspec.json.encode(d) != msgspec.json.encode(ref) or hash(d.payload) != hash(ref.payload):
+            raise TypeError("mismatch")
+    except Exception:
+        _DIRECT = False
+    return _DIRECT
+
+
+_self_check()
+
+
 def decode(frame):
     """Decode one frame's JSON text to a typed chunk."""
     cdef bytes b = _to_bytes(frame)
@@ -458,6 +604,8 @@ def decode(frame):
         d = StreamDecoder.__new__(StreamDecoder)
         d._cache = [None] * (2 * CC_F_COUNT)
         chunk = d._build_hot(&hot)
+        if hot.canonical:
+            return chunk
     else:
         chunk = _decode_frame(b)
     _set_raw(chunk, b)
@@ -484,11 +632,6 @@ cdef inline object _raw_of(object obj):
     return (<dict>d).get("_raw")
 
 
-cdef inline Py_ssize_t _put(bytearray buf, Py_ssize_t at, const char* src, Py_ssize_t n) except -1:
-    memcpy(PyByteArray_AS_STRING(buf) + at, src, n)
-    return at + n
-
-
 cdef bytes _numbers_c(bytes text):
     cdef const char* p = PyBytes_AS_STRING(text)
     cdef Py_ssize_t n = PyBytes_GET_SIZE(text)
@@ -505,11 +648,127 @@ def js_numbers(text):
     return _numbers_c(_to_bytes(text))
 
 
+cdef inline Py_ssize_t _esc_len(object s):
+    if PyUnicode_IS_ASCII(s):
+        return cc_js_escaped_len(<const char*>PyUnicode_DATA(s), PyUnicode_GET_LENGTH(s))
+    return cc_js_escaped_len_ucs(PyUnicode_KIND(s), PyUnicode_DATA(s), PyUnicode_GET_LENGTH(s))
+
+
+cdef inline Py_ssize_t _esc_write(object s, char* dst):
+    if PyUnicode_IS_ASCII(s):
+        return cc_js_escape(<const char*>PyUnicode_DATA(s), PyUnicode_GET_LENGTH(s), dst)
+    return cc_js_escape_ucs(PyUnicode_KIND(s), PyUnicode_DATA(s), PyUnicode_GET_LENGTH(s), dst)
+
+
+# The JSON of a delta chunk, piece by piece: tag, then ("key prefix", str value) pairs.
+cdef struct _Hot:
+    const char* tag
+    Py_ssize_t taglen
+    int n                  # number of (key, value) pairs
+    int first_payload      # index of the first pair inside "payload":{...}
+    const char* keys[5]
+    Py_ssize_t keylens[5]
+    PyObject* vals[5]
+    Py_ssize_t vlens[5]
+
+cdef const char* _K_RUN = b',"runId":"'
+cdef const char* _K_FROM = b',"from":"'
+cdef const char* _K_PAYLOAD = b',"payload":{'
+
+
+cdef inline bint _hot_add(_Hot* h, const char* key, object val) except -1:
+    if val is _UNSET:
+        return True
+    if type(val) is not str:
+        return False
+    h.keys[h.n] = key
+    h.keylens[h.n] = <Py_ssize_t>strlen(key)
+    h.vals[h.n] = <PyObject*>val
+    h.vlens[h.n] = _esc_len(val)
+    h.n += 1
+    return True
+
+
+cdef Py_ssize_t _hot_prepare(object chunk, _Hot* h) except -2:
+    """Length of the JSON text of a plain delta chunk, or -1 when it is not one (a field that is
+    not a str, providerMetadata or metadata set, a subclass with extra fields...)."""
+    cdef object t = type(chunk)
+    cdef object payload
+    cdef Py_ssize_t total
+    cdef int i
+    if not _DIRECT:
+        return -1
+    h.n = 0
+    if t is _TextDelta or t is _ReasoningDelta:
+        text = t is _TextDelta
+        if _get_slot(chunk, TD_META if text else RD_META) is not _UNSET:
+            return -1
+        payload = _get_slot(chunk, TD_PAYLOAD if text else RD_PAYLOAD)
+        if type(payload) is not (_TextDeltaPayload if text else _ReasoningDeltaPayload) or \
+                _get_slot(payload, TP_PM if text else RP_PM) is not _UNSET:
+            return -1
+        h.tag = b'{"type":"text-delta"' if text else b'{"type":"reasoning-delta"'
+        if not (_hot_add(h, _K_RUN, _get_slot(chunk, C_RUN)) and _hot_add(h, _K_FROM, _get_slot(chunk, C_FROM))):
+            return -1
+        h.first_payload = h.n
+        if not (_hot_add(h, b'"id":"', _get_slot(payload, TP_ID if text else RP_ID)) and
+                _hot_add(h, b'"text":"', _get_slot(payload, TP_TEXT if text else RP_TEXT))):
+            return -1
+    elif t is _ToolCallDelta:
+        if _get_slot(chunk, TC_META) is not _UNSET:
+            return -1
+        payload = _get_slot(chunk, TC_PAYLOAD)
+        if type(payload) is not _ToolCallDeltaPayload or _get_slot(payload, TCP_PM) is not _UNSET:
+            return -1
+        h.tag = b'{"type":"tool-call-delta"'
+        if not (_hot_add(h, _K_RUN, _get_slot(chunk, C_RUN)) and _hot_add(h, _K_FROM, _get_slot(chunk, C_FROM))):
+            return -1
+        h.first_payload = h.n
+        if not (_hot_add(h, b'"argsTextDelta":"', _get_slot(payload, TCP_ARGS)) and
+                _hot_add(h, b'"toolCallId":"', _get_slot(payload, TCP_ID)) and
+                _hot_add(h, b'"toolName":"', _get_slot(payload, TCP_NAME))):
+            return -1
+    else:
+        return -1
+    h.taglen = <Py_ssize_t>strlen(h.tag)
+    total = h.taglen + 12 + 2                       # tag, ,"payload":{ and }}
+    for i in range(h.n):
+        total += h.keylens[i] + h.vlens[i] + 1      # key prefix, value, closing quote
+        if i > h.first_payload:
+            total += 1                              # comma between payload fields
+    return total
+
+
+cdef void _hot_write(_Hot* h, char* w):
+    cdef Py_ssize_t pos = h.taglen
+    cdef int i
+    memcpy(w, h.tag, h.taglen)
+    for i in range(h.n):
+        if i == h.first_payload:
+            memcpy(w + pos, _K_PAYLOAD, 12)
+            pos += 12
+        elif i > h.first_payload:
+            w[pos] = b','
+            pos += 1
+        memcpy(w + pos, h.keys[i], h.keylens[i])
+        pos += h.keylens[i]
+        pos += _esc_write(<object>h.vals[i], w + pos)
+        w[pos] = b'"'
+        pos += 1
+    if h.first_payload == h.n:
+        memcpy(w + pos, _K_PAYLOAD, 12)
+        pos += 12
+    w[pos] = b'}'
+    w[pos + 1] = b'}'
+
+
 cdef class Encoder:
     """Chunks -> framed bytes, exactly as Mastra's server writes them.
 
-    A chunk decoded by chunkcodec and not modified re-encodes to its original bytes without being
-    serialized again; a chunk built in Python is written as JSON.stringify would write it.
+    A chunk decoded by chunkcodec and not replaced since re-encodes to its original bytes: its
+    kept JSON text is copied (or, for delta chunks that were already in JSON.stringify's exact
+    form, written again from the fields, which gives the same bytes); a chunk built in Python is
+    written as JSON.stringify would write it.
     """
     cdef int _fr
     cdef bytes _prefix
@@ -530,125 +789,70 @@ cdef class Encoder:
         return b"data: [DONE]\n\n" if self._fr == CC_FRAMING_SSE else b""
 
     def encode(self, chunk):
-        cdef bytearray buf = bytearray()
-        self._write(chunk, buf, 0)
-        return bytes(buf)
+        """One framed chunk as bytes."""
+        cdef bytes out
+        cdef char* w
+        cdef Py_ssize_t n, pl = PyBytes_GET_SIZE(self._prefix), sl = PyBytes_GET_SIZE(self._suffix)
+        cdef const char* src
+        cdef _Hot h
+        cdef object body = self._body(chunk, &h, &src, &n)
+        out = PyBytes_FromStringAndSize(NULL, pl + n + sl)
+        w = PyBytes_AS_STRING(out)
+        self._emit_into(w, &h, src, n)
+        return out
 
     def encode_into(self, chunk, bytearray buffer, Py_ssize_t offset=0):
-        """Write the framed chunk into buffer at offset (-1: at the end); the buffer is cut after it."""
+        """Write the framed chunk into buffer at offset (-1: at the end); the buffer ends after it."""
+        cdef Py_ssize_t n, pl = PyBytes_GET_SIZE(self._prefix), sl = PyBytes_GET_SIZE(self._suffix)
+        cdef const char* src
+        cdef _Hot h
         if offset < 0:
             offset = PyByteArray_GET_SIZE(buffer)
         elif offset > PyByteArray_GET_SIZE(buffer):
             raise ValueError("offset is past the end of the buffer")
-        self._write(chunk, buffer, offset)
+        cdef object body = self._body(chunk, &h, &src, &n)
+        PyByteArray_Resize(buffer, offset + pl + n + sl)
+        self._emit_into(PyByteArray_AS_STRING(buffer) + offset, &h, src, n)
 
-    cdef _write(self, object chunk, bytearray buf, Py_ssize_t at):
+    cdef object _body(self, object chunk, _Hot* h, const char** src, Py_ssize_t* n):
+        """Find the JSON text: kept bytes (src), a delta chunk to write (h, src NULL), or freshly
+        encoded bytes (returned, src into them).  n is its length."""
         cdef object raw = _raw_of(chunk)
-        cdef Py_buffer view
-        cdef Py_ssize_t n, pl = PyBytes_GET_SIZE(self._prefix), sl = PyBytes_GET_SIZE(self._suffix)
-        cdef const char* src
         cdef bytes text
-        cdef type t
         if raw is not None:
             if type(raw) is RawSpan:
-                src = PyBytes_AS_STRING((<RawSpan>raw).owner) + (<RawSpan>raw).start
-                n = (<RawSpan>raw).length
+                src[0] = PyBytes_AS_STRING((<RawSpan>raw).owner) + (<RawSpan>raw).start
+                n[0] = (<RawSpan>raw).length
             else:
-                src = PyBytes_AS_STRING(<bytes>raw)
-                n = PyBytes_GET_SIZE(<bytes>raw)
-            PyByteArray_Resize(buf, at + pl + n + sl)
-            at = _put(buf, at, PyBytes_AS_STRING(self._prefix), pl)
-            at = _put(buf, at, src, n)
-            _put(buf, at, PyBytes_AS_STRING(self._suffix), sl)
-            return
-        t = type(chunk)
-        if (t is _TextDelta or t is _ReasoningDelta or t is _ToolCallDelta) and self._write_hot(chunk, buf, at):
-            return
+                src[0] = PyBytes_AS_STRING(<bytes>raw)
+                n[0] = PyBytes_GET_SIZE(<bytes>raw)
+            return raw
+        n[0] = _hot_prepare(chunk, h)
+        if n[0] >= 0:
+            src[0] = NULL
+            return None
         try:
             text = _numbers_c(msgspec.json.encode(chunk))
-        except UnicodeEncodeError:
+        except (UnicodeEncodeError, TypeError, ValueError, msgspec.EncodeError):
+            # lone surrogates (written as \\udxxx), or a value that cannot be encoded (EncodeError)
             text = _jsonout.encode_general(chunk, _numbers_c)
-        except (TypeError, ValueError, msgspec.EncodeError):
-            text = _jsonout.encode_general(chunk, _numbers_c)   # raises EncodeError with the reason
-        n = PyBytes_GET_SIZE(text)
-        PyByteArray_Resize(buf, at + pl + n + sl)
-        at = _put(buf, at, PyBytes_AS_STRING(self._prefix), pl)
-        at = _put(buf, at, PyBytes_AS_STRING(text), n)
-        _put(buf, at, PyBytes_AS_STRING(self._suffix), sl)
+        src[0] = PyBytes_AS_STRING(text)
+        n[0] = PyBytes_GET_SIZE(text)
+        return text
 
-    cdef bint _write_hot(self, object chunk, bytearray buf, Py_ssize_t at) except -1:
-        """The delta chunks, written straight from their str fields.  False if a field is not a
-        plain str (or an optional field is set): the general path handles that."""
-        cdef object payload = chunk.payload
-        cdef object run_id = chunk.runId, from_ = chunk.from_
-        cdef const char* s[5]
-        cdef Py_ssize_t sl[5]
-        cdef const char* keys[5]
-        cdef int nf = 0, i
-        cdef Py_ssize_t total
-        cdef const char* tag
-        if chunk.metadata is not _UNSET:
-            return False
-        if type(chunk) is _ToolCallDelta:
-            if type(payload) is not _ToolCallDeltaPayload or payload.providerMetadata is not _UNSET:
-                return False
-            tag = b'{"type":"tool-call-delta"'
-            vals = (payload.argsTextDelta, payload.toolCallId, payload.toolName)
-            names = (b'"argsTextDelta":"', b'"toolCallId":"', b'"toolName":"')
+    cdef void _emit_into(self, char* w, _Hot* h, const char* src, Py_ssize_t n):
+        cdef Py_ssize_t pl = PyBytes_GET_SIZE(self._prefix), sl = PyBytes_GET_SIZE(self._suffix)
+        memcpy(w, PyBytes_AS_STRING(self._prefix), pl)
+        if src == NULL:
+            _hot_write(h, w + pl)
         else:
-            if (type(payload) is not _TextDeltaPayload and type(payload) is not _ReasoningDeltaPayload) \
-                    or payload.providerMetadata is not _UNSET:
-                return False
-            tag = b'{"type":"text-delta"' if type(chunk) is _TextDelta else b'{"type":"reasoning-delta"'
-            vals = (payload.id, payload.text)
-            names = (b'"id":"', b'"text":"')
-        head = []
-        if run_id is not _UNSET:
-            if type(run_id) is not str:
-                return False
-            head.append((b',"runId":"', run_id))
-        if from_ is not _UNSET:
-            if type(from_) is not str:
-                return False
-            head.append((b',"from":"', from_))
-        fields = []
-        for k, v in zip(names, vals):
-            if v is _UNSET:
-                continue
-            if type(v) is not str:
-                return False
-            fields.append((k, v))
-        # measure
-        cdef Py_ssize_t ulen
-        cdef const char* u
-        total = PyBytes_GET_SIZE(self._prefix) + len(tag) + len(b',"payload":{') + 2 + PyBytes_GET_SIZE(self._suffix)
-        encoded = []
-        for k, v in head + fields:
-            try:
-                u = PyUnicode_AsUTF8AndSize(v, &ulen)
-            except UnicodeEncodeError:
-                return False   # lone surrogates: the general path writes \udxxx
-            encoded.append((k, <Py_ssize_t>u, ulen, cc_js_escaped_len(u, ulen)))
-            total += len(k) + 1 + encoded[-1][3]
-        total += len(fields) - 1 if fields else 0   # commas between payload fields
-        PyByteArray_Resize(buf, at + total)
-        cdef char* w = PyByteArray_AS_STRING(buf) + at
-        cdef Py_ssize_t pos = 0
-        cdef bytes kb
-        memcpy(w, PyBytes_AS_STRING(self._prefix), PyBytes_GET_SIZE(self._prefix)); pos += PyBytes_GET_SIZE(self._prefix)
-        memcpy(w + pos, tag, len(tag)); pos += len(tag)
-        nh = len(head)
-        for i in range(len(encoded)):
-            if i == nh:
-                memcpy(w + pos, b',"payload":{', 12); pos += 12
-            elif i > nh:
-                w[pos] = b','; pos += 1
-            kb = encoded[i][0]
-            memcpy(w + pos, PyBytes_AS_STRING(kb), PyBytes_GET_SIZE(kb)); pos += PyBytes_GET_SIZE(kb)
-            pos += cc_js_escape(<const char*><Py_ssize_t>encoded[i][1], encoded[i][2], w + pos)
-            w[pos] = b'"'; pos += 1
-        if nh == len(encoded):
-            memcpy(w + pos, b',"payload":{', 12); pos += 12
-        w[pos] = b'}'; w[pos + 1] = b'}'; pos += 2
-        memcpy(w + pos, PyBytes_AS_STRING(self._suffix), PyBytes_GET_SIZE(self._suffix)); pos += PyBytes_GET_SIZE(self._suffix)
-        return True
+            memcpy(w + pl, src, n)
+        memcpy(w + pl + n, PyBytes_AS_STRING(self._suffix), sl)
+
+
+cdef Encoder _NDJSON = Encoder("ndjson")
+
+
+def to_json(chunk):
+    """The JSON text encode() writes for chunk (for a decoded chunk: the bytes it came from)."""
+    return _NDJSON.encode(chunk)[:-1]

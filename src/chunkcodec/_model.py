@@ -169,11 +169,13 @@ def set_raw(chunk: Any, raw: Any) -> Any:
 
 
 def raw_json(chunk: Any) -> bytes | None:
-    """The JSON text a chunk was decoded from, or None for a chunk built in Python.
+    """The JSON text a chunk was decoded from, if it was kept, else None.
 
     Structs are frozen and ``msgspec.structs.replace`` makes a new chunk without it, so it always
     matches the chunk -- unless a nested dict or list of the chunk was mutated in place; call
-    :func:`forget_raw` after doing that.
+    :func:`forget_raw` after doing that.  (The native path does not keep the text of delta chunks
+    that are byte for byte what the encoder writes anyway; the public ``chunkcodec.raw_json`` gives
+    the same bytes for both.)
     """
     d = getattr(chunk, "__dict__", None)
     raw = d.get("_raw") if d else None
@@ -181,6 +183,7 @@ def raw_json(chunk: Any) -> bytes | None:
 
 
 def forget_raw(chunk: Any) -> Any:
+    """Drop the kept JSON text, after mutating a nested dict or list of the chunk in place."""
     d = getattr(chunk, "__dict__", None)
     if d:
         d.pop("_raw", None)

@@ -15,7 +15,10 @@ typedef enum cc_hot_type {
     CC_HOT_TOOL_CALL_DELTA = 3
 } cc_hot_type;
 
-enum { CC_STR_ESCAPED = 1 };
+enum {
+    CC_STR_ESCAPED = 1,   /* holds at least one escape */
+    CC_STR_NONCANON = 2   /* holds an escape JSON.stringify would not write (\/, \u0041, \u001F...) */
+};
 
 /* A JSON string value: the bytes between the quotes, still escaped. */
 typedef struct cc_str {
@@ -33,6 +36,8 @@ typedef enum cc_hot_field {
 
 typedef struct cc_hot {
     int type;                   /* cc_hot_type */
+    int canonical;              /* the frame is byte for byte what JSON.stringify writes for these
+                                   fields in Mastra's key order: re-encoding reproduces it exactly */
     cc_str_t f[CC_F_COUNT];
 } cc_hot_t;
 
