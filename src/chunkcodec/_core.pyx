@@ -660,7 +660,8 @@ cdef inline Py_ssize_t _esc_write(object s, char* dst):
     return cc_js_escape_ucs(PyUnicode_KIND(s), PyUnicode_DATA(s), PyUnicode_GET_LENGTH(s), dst)
 
 
-# The JSON of a delta chunk, piece by piece: tag, then ("key prefix", str value) pairs.
+# The JSON of a delta chunk, piece by piece: tag, then ("key prefix", str value) pairs.  A value
+# whose escaped form is cached (ids repeat on every chunk of a run) is copied from `pre`.
 cdef struct _Hot:
     const char* tag
     Py_ssize_t taglen
@@ -670,13 +671,18 @@ cdef struct _Hot:
     Py_ssize_t keylens[5]
     PyObject* vals[5]
     Py_ssize_t vlens[5]
+    const char* pre[5]     # escaped bytes when cached, else NULL
+    PyObject* cache        # the Encoder's cache list: [str, escaped bytes] per id-like slot
 
 cdef const char* _K_RUN = b',"runId":"'
 cdef const char* _K_FROM = b',"from":"'
 cdef const char* _K_PAYLOAD = b',"payload":{'
 
 
-cdef inline bint _hot_add(_Hot* h, const char* key, object val) except -1:
+cdef inline bint _hot_add(_Hot* h, const char* key, object val, int slot=-1) except -1:
+    """Add a field; slot >= 0 names a cache entry for id-like values that repeat."""
+    cdef list cache
+    cdef bytes esc
     if val is _UNSET:
         return True
     if type(val) is not str:
@@ -684,7 +690,19 @@ cdef inline bint _hot_add(_Hot* h, const char* key, object val) except -1:
     h.keys[h.n] = key
     h.keylens[h.n] = <Py_ssize_t>strlen(key)
     h.vals[h.n] = <PyObject*>val
-    h.vlens[h.n] = _esc_len(val)
+    h.pre[h.n] = NULL
+    if slot >= 0:
+        cache = <list>h.cache
+        if cache[2 * slot] is not val:
+            esc = PyBytes_FromStringAndSize(NULL, _esc_len(val))
+            _esc_write(val, PyBytes_AS_STRING(esc))
+            cache[2 * slot] = val
+            cache[2 * slot + 1] = esc
+        esc = <bytes>cache[2 * slot + 1]
+        h.pre[h.n] = PyBytes_AS_STRING(esc)
+        h.vlens[h.n] = PyBytes_GET_SIZE(esc)
+    else:
+        h.vlens[h.n] = _esc_len(val)
     h.n += 1
     return True
 
@@ -708,10 +726,10 @@ cdef Py_ssize_t _hot_prepare(object chunk, _Hot* h) except -2:
                 _get_slot(payload, TP_PM if text else RP_PM) is not _UNSET:
             return -1
         h.tag = b'{"type":"text-delta"' if text else b'{"type":"reasoning-delta"'
-        if not (_hot_add(h, _K_RUN, _get_slot(chunk, C_RUN)) and _hot_add(h, _K_FROM, _get_slot(chunk, C_FROM))):
+        if not (_hot_add(h, _K_RUN, _get_slot(chunk, C_RUN), 0) and _hot_add(h, _K_FROM, _get_slot(chunk, C_FROM), 1)):
             return -1
         h.first_payload = h.n
-        if not (_hot_add(h, b'"id":"', _get_slot(payload, TP_ID if text else RP_ID)) and
+        if not (_hot_add(h, b'"id":"', _get_slot(payload, TP_ID if text else RP_ID), 2) and
                 _hot_add(h, b'"text":"', _get_slot(payload, TP_TEXT if text else RP_TEXT))):
             return -1
     elif t is _ToolCallDelta:
@@ -721,12 +739,12 @@ cdef Py_ssize_t _hot_prepare(object chunk, _Hot* h) except -2:
         if type(payload) is not _ToolCallDeltaPayload or _get_slot(payload, TCP_PM) is not _UNSET:
             return -1
         h.tag = b'{"type":"tool-call-delta"'
-        if not (_hot_add(h, _K_RUN, _get_slot(chunk, C_RUN)) and _hot_add(h, _K_FROM, _get_slot(chunk, C_FROM))):
+        if not (_hot_add(h, _K_RUN, _get_slot(chunk, C_RUN), 0) and _hot_add(h, _K_FROM, _get_slot(chunk, C_FROM), 1)):
             return -1
         h.first_payload = h.n
         if not (_hot_add(h, b'"argsTextDelta":"', _get_slot(payload, TCP_ARGS)) and
-                _hot_add(h, b'"toolCallId":"', _get_slot(payload, TCP_ID)) and
-                _hot_add(h, b'"toolName":"', _get_slot(payload, TCP_NAME))):
+                _hot_add(h, b'"toolCallId":"', _get_slot(payload, TCP_ID), 3) and
+                _hot_add(h, b'"toolName":"', _get_slot(payload, TCP_NAME), 4)):
             return -1
     else:
         return -1
@@ -752,7 +770,11 @@ cdef void _hot_write(_Hot* h, char* w):
             pos += 1
         memcpy(w + pos, h.keys[i], h.keylens[i])
         pos += h.keylens[i]
-        pos += _esc_write(<object>h.vals[i], w + pos)
+        if h.pre[i] != NULL:
+            memcpy(w + pos, h.pre[i], h.vlens[i])
+            pos += h.vlens[i]
+        else:
+            pos += _esc_write(<object>h.vals[i], w + pos)
         w[pos] = b'"'
         pos += 1
     if h.first_payload == h.n:
@@ -773,9 +795,11 @@ cdef class Encoder:
     cdef int _fr
     cdef bytes _prefix
     cdef bytes _suffix
+    cdef list _cache
     cdef readonly str framing
 
     def __init__(self, framing="sse"):
+        self._cache = [None] * 10
         fr = _framing_code(framing)
         if fr not in (CC_FRAMING_SSE, CC_FRAMING_RS, CC_FRAMING_NDJSON):
             raise ValueError(f"encoding framing must be 'sse', 'rs' or 'ndjson', got {framing!r}")
@@ -827,6 +851,7 @@ cdef class Encoder:
                 src[0] = PyBytes_AS_STRING(<bytes>raw)
                 n[0] = PyBytes_GET_SIZE(<bytes>raw)
             return raw
+        h.cache = <PyObject*>self._cache
         n[0] = _hot_prepare(chunk, h)
         if n[0] >= 0:
             src[0] = NULL
