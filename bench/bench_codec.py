@@ -83,7 +83,11 @@ def cases(runs, deltas):
 
         assert [msgspec.to_builtins(c) for c in sse_typed()] == truth
         assert sse_frames()[:-1] == [f.decode() for f in frames]
+        assert list(chunkcodec.iter_frames(pieces)) == frames
         rows += [
+            ("SSE framing, body in 16 KiB pieces", "httpx-sse EventSource.iter_sse", sse_frames, None, len(sse) / 1e6),
+            ("SSE framing, body in 16 KiB pieces", "chunkcodec.iter_frames", lambda: list(chunkcodec.iter_frames(pieces)),
+             "httpx-sse EventSource.iter_sse", len(sse) / 1e6),
             ("SSE body in 16 KiB pieces", "httpx-sse (framing only)", sse_frames, None, len(sse) / 1e6),
             ("SSE body in 16 KiB pieces", "httpx-sse + msgspec typed", sse_typed, None, len(sse) / 1e6),
             ("SSE body in 16 KiB pieces", "chunkcodec.iter_chunks (framing + typed)",
@@ -91,6 +95,19 @@ def cases(runs, deltas):
             ("SSE body in 16 KiB pieces", "chunkcodec.iter_chunks vs the pipeline",
              lambda: list(chunkcodec.iter_chunks(pieces)), "httpx-sse + msgspec typed", len(sse) / 1e6),
         ]
+    try:
+        import orjson
+    except ImportError:
+        orjson = None
+    dict_truth = [json.loads(f) for f in frames]
+    assert list(chunkcodec.iter_dicts(nd)) == dict_truth
+    rows += [
+        ("drop-in dicts from NDJSON", "json.loads per line", lambda: [json.loads(x) for x in nd.splitlines()], None, mb),
+        ("drop-in dicts from NDJSON", "chunkcodec.iter_dicts", lambda: list(chunkcodec.iter_dicts(nd)), "json.loads per line", mb),
+    ]
+    if orjson is not None:
+        rows.append(("drop-in dicts from NDJSON", "orjson.loads per line", lambda: [orjson.loads(x) for x in nd.splitlines()],
+                     "json.loads per line", mb))
     decoded = chunkcodec.StreamDecoder("ndjson").feed(nd)
     fresh = [msgspec.convert(msgspec.to_builtins(c), type(c)) for c in decoded]
     ms_enc = msgspec.json.Encoder()

@@ -321,10 +321,57 @@ static size_t scan_object(const unsigned char *p, size_t i, size_t n, int top, c
     }
 }
 
+/* ---- The template fast path ------------------------------------------------------------------
+ * Mastra writes every delta chunk with the same bytes around its strings.  Matching those bytes
+ * literally skips key parsing; anything else falls through to the general scanner above. */
+
+static inline int lit(const unsigned char *p, size_t *i, size_t n, const char *s, size_t sl) {
+    if (*i + sl > n || memcmp(p + *i, s, sl) != 0) return 0;
+    *i += sl;
+    return 1;
+}
+
+#define LIT(s) lit(p, &i, n, s, sizeof(s) - 1)
+
+/* A string value whose opening quote was just matched; leaves i after the closing quote. */
+static inline int tstr(const unsigned char *p, size_t *i, size_t n, cc_str_t *dst) {
+    size_t close;
+    if (scan_string(p + *i, n - *i, &close, dst) != CC_OK) return 0;
+    *i += close + 1;
+    return 1;
+}
+
+static int scan_template(const unsigned char *p, size_t n, cc_hot_t *out) {
+    size_t i = 0;
+    cc_str_t *f = out->f;
+    if (LIT("{\"type\":\"text-delta\",\"runId\":\"")) out->type = CC_HOT_TEXT_DELTA;
+    else if (LIT("{\"type\":\"reasoning-delta\",\"runId\":\"")) out->type = CC_HOT_REASONING_DELTA;
+    else if (LIT("{\"type\":\"tool-call-delta\",\"runId\":\"")) out->type = CC_HOT_TOOL_CALL_DELTA;
+    else return 0;
+    if (!tstr(p, &i, n, &f[CC_F_RUN_ID]) || !LIT(",\"from\":\"") || !tstr(p, &i, n, &f[CC_F_FROM])) return 0;
+    if (out->type == CC_HOT_TOOL_CALL_DELTA) {
+        if (!LIT(",\"payload\":{\"argsTextDelta\":\"") || !tstr(p, &i, n, &f[CC_F_ARGS_TEXT_DELTA]) ||
+            !LIT(",\"toolCallId\":\"") || !tstr(p, &i, n, &f[CC_F_TOOL_CALL_ID]))
+            return 0;
+        if (LIT(",\"toolName\":\"") && !tstr(p, &i, n, &f[CC_F_TOOL_NAME])) return 0;
+    } else {
+        if (!LIT(",\"payload\":{\"id\":\"") || !tstr(p, &i, n, &f[CC_F_ID]) || !LIT(",\"text\":\"") ||
+            !tstr(p, &i, n, &f[CC_F_TEXT]))
+            return 0;
+    }
+    if (!LIT("}}") || i != n) return 0;
+    int flags = 0;
+    for (int k = 0; k < CC_F_COUNT; k++) flags |= f[k].flags;
+    out->canonical = !(flags & CC_STR_NONCANON);
+    return 1;
+}
+
 cc_status cc_scan_hot(const char *buf, size_t len, cc_hot_t *out) {
     const unsigned char *p = (const unsigned char *)buf;
     cc_str_t type = {0};
     unsigned seen = 0;
+    for (int k = 0; k < CC_F_COUNT; k++) out->f[k].p = NULL, out->f[k].flags = 0;
+    if (len > 40 && p[0] == '{' && p[1] == '"' && scan_template(p, len, out)) return CC_OK;
     memset(out, 0, sizeof(*out));
     out->canonical = 1;
     size_t i = skip_ws(p, 0, len, &out->canonical);

@@ -65,3 +65,12 @@ def test_public_api_is_complete():
                  "encode", "encode_stream", "raw_json", "TextDelta", "DecodeError", "InvalidFrame"]:
         assert name in chunkcodec.__all__ and hasattr(chunkcodec, name)
     assert chunkcodec.IMPLEMENTATION in ("native", "reference")
+
+
+def test_iter_frames_is_the_framing_layer(codec):
+    frames = list(codec.iter_frames(BODY[i:i + 7] for i in range(0, len(BODY), 7)))
+    assert [json.loads(f) for f in frames] == EXPECTED
+    assert all(type(f) is bytes for f in frames)
+    multi = b'data: {"a":\ndata: 1}\n\n: c\n\ndata: [DONE]\n\n'
+    assert list(codec.iter_frames(multi)) == [b'{"a":\n1}']
+    assert list(codec.iter_frames(b"[1,2]", "json")) == [b"[1,2]"]

@@ -34,6 +34,7 @@ decode = _impl.decode
 loads = _impl.loads
 iter_chunks = _api.iter_chunks
 iter_dicts = _api.iter_dicts
+iter_frames = _api.iter_frames
 aiter_chunks = _api.aiter_chunks
 encode = _api.encode
 encode_stream = _api.encode_stream
@@ -44,7 +45,7 @@ raw_json = _impl.to_json
 __version__ = "0.1.0"
 
 __all__ = [
-    "StreamDecoder", "Encoder", "decode", "loads", "iter_chunks", "iter_dicts", "aiter_chunks",
+    "StreamDecoder", "Encoder", "decode", "loads", "iter_chunks", "iter_dicts", "iter_frames", "aiter_chunks",
     "encode", "encode_stream", "raw_json", "forget_raw", "AnyChunk", "IMPLEMENTATION",
     "ChunkError", "DecodeError", "ValidationError", "FrameTooLarge", "TruncatedError",
     "EncodeError", "InvalidFrame",

@@ -72,8 +72,8 @@ class Api:
         self.decode = impl.decode
         self.loads = impl.loads
 
-    def _iter(self, source: Any, framing: str, as_dicts: bool, **opts: Any) -> Iterator[Any]:
-        dec = self.impl.StreamDecoder(framing, _as_dicts=as_dicts, **opts)
+    def _iter(self, source: Any, framing: str, mode: str, **opts: Any) -> Iterator[Any]:
+        dec = self.impl.StreamDecoder(framing, _as_dicts=mode == "dicts", _as_frames=mode == "frames", **opts)
         for piece in _pieces(source):
             items, exc = _drain(lambda: dec.feed(piece))
             yield from items
@@ -86,11 +86,18 @@ class Api:
 
     def iter_chunks(self, source: Any, framing: str = "auto", **opts: Any) -> Iterator[Any]:
         """Typed chunks from bytes, a path, a file object or any iterable of bytes."""
-        return self._iter(source, framing, False, **opts)
+        return self._iter(source, framing, "chunks", **opts)
 
     def iter_dicts(self, source: Any, framing: str = "auto", **opts: Any) -> Iterator[Any]:
         """What ``json.loads`` gives for each frame, from the same sources as iter_chunks."""
-        return self._iter(source, framing, True, **opts)
+        return self._iter(source, framing, "dicts", **opts)
+
+    def iter_frames(self, source: Any, framing: str = "auto", **opts: Any) -> Iterator[bytes]:
+        """The JSON text of each frame as bytes, undecoded: the framing layer alone, for callers
+        with a JSON parser of their own.  SSE comments, keep-alives and ``[DONE]`` are dropped;
+        the JSON is not checked, so a stream cut mid-frame shows up as a last frame that does
+        not parse."""
+        return self._iter(source, framing, "frames", **opts)
 
     async def aiter_chunks(self, source: Any, framing: str = "auto", **opts: Any) -> AsyncIterator[Any]:
         """Typed chunks from an async iterable of bytes (e.g. ``response.aiter_bytes()``)."""

@@ -219,6 +219,7 @@ cdef class StreamDecoder:
     cdef Py_ssize_t _max
     cdef bint _keep
     cdef bint _dicts
+    cdef bint _frames
     cdef bytearray _pending
     cdef long long _pending_pos
     cdef long long _offset
@@ -229,7 +230,7 @@ cdef class StreamDecoder:
     cdef list _cache           # last (raw bytes, str) per hot string field
 
     def __init__(self, framing="auto", *, max_frame_bytes=DEFAULT_MAX_FRAME_BYTES,
-                 errors="strict", _as_dicts=False):
+                 errors="strict", _as_dicts=False, _as_frames=False):
         self._framing = _framing_code(framing)
         if errors not in ("strict", "keep"):
             raise ValueError(f"errors must be 'strict' or 'keep', got {errors!r}")
@@ -238,6 +239,7 @@ cdef class StreamDecoder:
         self._max = max_frame_bytes
         self._keep = errors == "keep"
         self._dicts = bool(_as_dicts)
+        self._frames = bool(_as_frames)
         self._pending = bytearray()
         self._pending_pos = 0
         self._offset = 0
@@ -409,6 +411,10 @@ cdef class StreamDecoder:
             owner = b
             start = boff + f.start
             length = f.len
+        if self._frames:
+            out.append(owner if start == 0 and length == PyBytes_GET_SIZE(owner)
+                       else PyBytes_FromStringAndSize(PyBytes_AS_STRING(owner) + start, length))
+            return
         if not self._dicts and cc_scan_hot(PyBytes_AS_STRING(owner) + start, length, &hot) == CC_OK:
             chunk = self._build_hot(&hot)
             if not hot.canonical:
@@ -491,6 +497,11 @@ cdef class StreamDecoder:
         pos = self._pending_pos
         self._pending = bytearray()
         if self._framing == CC_FRAMING_JSON:
+            if self._frames:
+                if buf.strip(b" \t\r\n"):
+                    out.append(buf)
+                    self._index += 1
+                return
             self._index += _model.decode_document(buf, pos, self._dicts, self._keep, out)
             return
         if not buf.strip(b" \t\r\n"):
@@ -595,15 +606,15 @@ def _self_check():
 _self_check()
 
 
+cdef StreamDecoder _ONE = StreamDecoder()   # its id cache serves decode()
+
+
 def decode(frame):
     """Decode one frame's JSON text to a typed chunk."""
     cdef bytes b = _to_bytes(frame)
     cdef cc_hot_t hot
-    cdef StreamDecoder d
     if cc_scan_hot(PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b), &hot) == CC_OK:
-        d = StreamDecoder.__new__(StreamDecoder)
-        d._cache = [None] * (2 * CC_F_COUNT)
-        chunk = d._build_hot(&hot)
+        chunk = _ONE._build_hot(&hot)
         if hot.canonical:
             return chunk
     else:

@@ -201,7 +201,7 @@ class StreamDecoder:
     """
 
     def __init__(self, framing: str = "auto", *, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
-                 errors: str = "strict", _as_dicts: bool = False):
+                 errors: str = "strict", _as_dicts: bool = False, _as_frames: bool = False):
         self._framing = _framing_code(framing)
         if errors not in ("strict", "keep"):
             raise ValueError(f"errors must be 'strict' or 'keep', got {errors!r}")
@@ -210,6 +210,7 @@ class StreamDecoder:
         self._max = max_frame_bytes
         self._keep = errors == "keep"
         self._dicts = _as_dicts
+        self._frames = _as_frames
         self._pending = bytearray()
         self._pending_pos = 0
         self._offset = 0          # bytes fed so far
@@ -336,6 +337,9 @@ class StreamDecoder:
         else:
             frame = buf[start:start + ln]
         pos = base + start
+        if self._frames:
+            out.append(frame)
+            return
         try:
             if self._dicts:
                 out.append(_model.loads_frame(frame, idx, pos))
@@ -373,6 +377,11 @@ class StreamDecoder:
         pos = self._pending_pos
         self._pending.clear()
         if self._framing == JSON:
+            if self._frames:
+                if buf.strip(_WS):
+                    out.append(buf)
+                    self._index += 1
+                return
             self._index += _model.decode_document(buf, pos, self._dicts, self._keep, out)
             return
         if not buf.strip(_WS):
