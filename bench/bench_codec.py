@@ -26,15 +26,19 @@ import gen  # noqa: E402
 from chunkcodec._model import AnyChunk  # noqa: E402
 
 
-def timeit(fn, repeat):
-    fn()  # warm-up
-    times = []
+def timeit_rounds(fns, repeat):
+    """Time every function once per round, rounds interleaved, so that a slow spell of the shared
+    machine hits baseline and candidate alike.  Returns (best, median) per function."""
+    for fn in fns:
+        fn()  # warm-up
+    times = [[] for _ in fns]
     for _ in range(repeat):
-        gc.collect()
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times), statistics.median(times)
+        for k, fn in enumerate(fns):
+            gc.collect()
+            t0 = time.perf_counter()
+            fn()
+            times[k].append(time.perf_counter() - t0)
+    return [(min(t), statistics.median(t)) for t in times]
 
 
 def httpx_response(pieces):
@@ -162,8 +166,8 @@ def main(argv=None):
           f"chunks ({info['delta_byte_share']:.0%} of the bytes); chunkcodec path: {info['implementation']}")
     results, by_name = [], {}
     group = None
-    for grp, name, fn, base, mb in rows:
-        best, med = timeit(fn, args.repeat)
+    timings = timeit_rounds([r[2] for r in rows], args.repeat)
+    for (grp, name, fn, base, mb), (best, med) in zip(rows, timings):
         by_name[(grp, name)] = med
         ratio = by_name[(grp, base)] / med if base else None
         results.append({"group": grp, "name": name, "best_s": best, "median_s": med, "MB_s": mb / med,

@@ -7,7 +7,8 @@ import random
 import uuid
 
 WORDS = ["the", "agent", "called", "a", "tool", "and", "got", "résumé", "naïve", "café", "世界", "こんにちは",
-         "😀", "🇯🇵", "data", "stream", "\"quoted\"", "back\\slash", "tab\there", "line\nbreak", "x", "of", "to"]
+         "😀", "🇯🇵", "data", "stream", "\"quoted\"", "back\\slash", "tab\t", "\n", "x", "of", "to", "weather",
+         "Paris", "is", "sunny", "today", "with", "21.5°C", "**bold**", "`code`", "- item", "it's"]
 
 
 def _dump(obj) -> bytes:
@@ -15,21 +16,28 @@ def _dump(obj) -> bytes:
 
 
 def run_frames(rng: random.Random, deltas: int = 300) -> list[bytes]:
+    """One agent run shaped like the recorded Mastra streams: a short first step that calls a
+    tool, a long second step of text deltas (1-2 tokens each, with unicode and escapes), and
+    step-finish/finish frames that carry each step's text five times over, as Mastra's do
+    (output.text, output.steps[].content, .response.messages, messages.all, messages.nonUser)."""
     run_id = str(uuid.UUID(int=rng.getrandbits(128)))
     env = {"runId": run_id, "from": "AGENT"}
     msg_id = str(uuid.UUID(int=rng.getrandbits(128)))
-    out = [_dump({"type": "start", **env, "payload": {"id": "agent", "messageId": msg_id}}),
-           _dump({**env, "type": "step-start", "payload": {"request": {}, "warnings": [], "messageId": msg_id,
-                                                          "startedAt": 1795314166040}})]
-    texts: list[str] = []
-    steps = []
-    for step in range(2):
+    out = [_dump({"type": "start", **env, "payload": {"id": "agent", "messageId": msg_id}})]
+    steps: list[dict] = []
+    all_messages: list[dict] = [{"role": "user", "content": [{"type": "text", "text": "What is the weather?"}]}]
+    for step, n in enumerate((max(1, deltas // 10), deltas - deltas // 10)):
+        out.append(_dump({**env, "type": "step-start", "payload": {"request": {}, "warnings": [], "messageId": msg_id,
+                                                                  "startedAt": 1795314166040 + step}}))
         out.append(_dump({"type": "text-start", **env, "payload": {"id": f"txt-{step}"}}))
-        for _ in range(deltas // 2):
-            piece = " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 4))) + " "
-            texts.append(piece)
+        pieces = []
+        for _ in range(n):
+            piece = rng.choice(WORDS) + rng.choice(("", " ", " ", ", ", ". "))
+            pieces.append(piece)
             out.append(_dump({"type": "text-delta", **env, "payload": {"id": f"txt-{step}", "text": piece}}))
         out.append(_dump({"type": "text-end", **env, "payload": {"type": "text-end", "id": f"txt-{step}"}}))
+        text = "".join(pieces)
+        tool_calls = []
         if step == 0:
             call = f"call_{rng.getrandbits(32):x}"
             out.append(_dump({"type": "tool-call-input-streaming-start", **env,
@@ -38,22 +46,26 @@ def run_frames(rng: random.Random, deltas: int = 300) -> list[bytes]:
                 out.append(_dump({"type": "tool-call-delta", **env,
                                   "payload": {"argsTextDelta": part, "toolCallId": call, "toolName": "get_weather"}}))
             out.append(_dump({"type": "tool-call-input-streaming-end", **env, "payload": {"toolCallId": call}}))
+            tool_calls = [{"type": "tool-call", "toolCallId": call, "toolName": "get_weather",
+                           "input": {"city": "Paris, Île-de-France"}}]
             out.append(_dump({"type": "tool-call", **env, "payload": {"toolCallId": call, "toolName": "get_weather",
                                                                      "args": {"city": "Paris, Île-de-France"}}}))
             out.append(_dump({"type": "tool-result", **env, "payload": {"args": {"city": "Paris"}, "toolCallId": call,
                                                                        "toolName": "get_weather",
                                                                        "result": {"tempC": 21.5, "sky": "sunny"}}}))
-        text = "".join(texts)
-        usage = {"inputTokens": 120 + step, "outputTokens": 300, "totalTokens": 420 + step}
-        steps.append({"content": [{"type": "text", "text": text}], "finishReason": "stop", "usage": usage,
-                      "warnings": [], "request": {}, "response": {"id": "resp", "modelId": "m", "messages": [
-                          {"role": "assistant", "content": [{"type": "text", "text": text}]}]}})
-        big = {"messageId": msg_id, "stepResult": {"reason": "tool-calls" if step == 0 else "stop", "isContinued": False},
-               "metadata": {"id": "resp-1", "timestamp": "2025-01-02T03:04:05.000Z", "modelId": "mock"},
-               "output": {"text": text, "toolCalls": [], "usage": usage, "steps": steps},
-               "messages": {"all": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": text}],
-                            "user": [{"role": "user", "content": "hi"}],
-                            "nonUser": [{"role": "assistant", "content": [{"type": "text", "text": text}]}]},
+        usage = {"inputTokens": 120 + step, "outputTokens": n, "totalTokens": 120 + step + n,
+                 "raw": {"inputTokens": {"total": 120 + step}, "outputTokens": {"total": n}}}
+        assistant = {"role": "assistant", "content": [{"type": "text", "text": text}]}
+        all_messages.append(assistant)
+        steps.append({"content": [{"type": "text", "text": text}] + tool_calls,
+                      "finishReason": "tool-calls" if step == 0 else "stop", "usage": usage, "warnings": [],
+                      "request": {}, "response": {"id": f"resp-{step}", "timestamp": "2025-01-02T03:04:05.000Z",
+                                                  "modelId": "mock-model-id", "messages": [assistant]}})
+        big = {"messageId": msg_id,
+               "stepResult": {"reason": "tool-calls" if step == 0 else "stop", "isContinued": False},
+               "metadata": {"id": f"resp-{step}", "timestamp": "2025-01-02T03:04:05.000Z", "modelId": "mock-model-id"},
+               "output": {"text": text, "toolCalls": tool_calls, "usage": usage, "steps": list(steps)},
+               "messages": {"all": list(all_messages), "user": all_messages[:1], "nonUser": all_messages[1:]},
                "processorRetryCount": 0}
         out.append(_dump({"type": "step-finish", **env, "payload": big}))
     out.append(_dump({"type": "finish", **env, "payload": big}))

@@ -98,6 +98,15 @@ cdef inline object _get_slot(object obj, Py_ssize_t off):
     return <object>(<PyObject**>((<char*><PyObject*>obj) + off))[0]
 
 
+cdef inline void _untrack(object obj):
+    # A delta chunk holds only str values, UNSET and its payload (which holds only str values):
+    # it cannot be part of a reference cycle, so the GC need not visit it -- as CPython does for
+    # tuples of atoms and msgspec for structs of atoms.  (A frozen struct gets no attributes; a
+    # __dict__ attached later only ever holds a RawSpan, which is not a GC object either.)
+    if PyObject_GC_IsTracked(obj):
+        PyObject_GC_UnTrack(<void*><PyObject*>obj)
+
+
 cdef inline object _alloc(object cls):
     cdef PyObject* o = (<_TypeObj*><PyObject*>cls).tp_alloc(<void*><PyObject*>cls, 0)
     if o == NULL:
@@ -540,13 +549,13 @@ cdef object _text_like(bint text, object run_id, object from_, object id_, objec
     _put_slot(payload, TP_ID if text else RP_ID, id_)
     _put_slot(payload, TP_PM if text else RP_PM, _UNSET)
     _put_slot(payload, TP_TEXT if text else RP_TEXT, body)
-    if PyObject_GC_IsTracked(payload):
-        PyObject_GC_UnTrack(<void*><PyObject*>payload)   # only str fields: no cycle possible
+    _untrack(payload)
     chunk = _alloc(_TextDelta if text else _ReasoningDelta)
     _put_slot(chunk, C_RUN, run_id)
     _put_slot(chunk, C_FROM, from_)
     _put_slot(chunk, TD_PAYLOAD if text else RD_PAYLOAD, payload)
     _put_slot(chunk, TD_META if text else RD_META, _UNSET)
+    _untrack(chunk)
     return chunk
 
 
@@ -566,13 +575,13 @@ cdef object _tool_call_delta(object run_id, object from_, object args_, object c
     _put_slot(payload, TCP_ID, call_id)
     _put_slot(payload, TCP_NAME, name)
     _put_slot(payload, TCP_PM, _UNSET)
-    if PyObject_GC_IsTracked(payload):
-        PyObject_GC_UnTrack(<void*><PyObject*>payload)
+    _untrack(payload)
     chunk = _alloc(_ToolCallDelta)
     _put_slot(chunk, C_RUN, run_id)
     _put_slot(chunk, C_FROM, from_)
     _put_slot(chunk, TC_PAYLOAD, payload)
     _put_slot(chunk, TC_META, _UNSET)
+    _untrack(chunk)
     return chunk
 
 
