@@ -1,0 +1,64 @@
+"""Repeatable ratios: CPU instructions per case, counted by valgrind's callgrind.
+
+    python bench/bench_instructions.py [--loops 5] [--json out.json]
+
+Wall-clock time on a shared machine wanders by tens of percent between runs; the number of
+instructions a case executes does not.  Each case of bench_codec.py runs in its own process under
+callgrind, once with --loops 0 and once with --loops N; the difference divided by N is the cost
+of the case.  Needs valgrind (Debian: apt-get install valgrind).  Takes a few minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+
+HERE = pathlib.Path(__file__).parent
+sys.path.insert(0, str(HERE))
+
+
+def instructions(case: str, loops: int, runs: int, deltas: int) -> int:
+    cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
+           str(HERE / "bench_codec.py"), "--only", case, "--loops", str(loops), "--runs", str(runs),
+           "--deltas", str(deltas)]
+    err = subprocess.run(cmd, capture_output=True, text=True, check=True).stderr
+    return int(re.search(r"refs:\s+([\d,]+)", err).group(1).replace(",", ""))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--loops", type=int, default=5)
+    ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--deltas", type=int, default=300)
+    ap.add_argument("--json")
+    args = ap.parse_args(argv)
+    if not shutil.which("valgrind"):
+        sys.exit("valgrind is not installed")
+    import bench_codec
+    rows, info = bench_codec.cases(args.runs, args.deltas)
+    base_cost = {}
+    out = []
+    group = None
+    for grp, name, _, base, _ in rows:
+        case = f"{grp}/{name}"
+        cost = (instructions(case, args.loops, args.runs, args.deltas)
+                - instructions(case, 0, args.runs, args.deltas)) / args.loops
+        base_cost[(grp, name)] = cost
+        ratio = base_cost[(grp, base)] / cost if base else None
+        out.append({"group": grp, "name": name, "instructions": cost, "baseline": base, "x_vs_baseline": ratio})
+        if grp != group:
+            print(f"\n{grp}")
+            group = grp
+        extra = f"{ratio:6.2f}x vs {base}" if base else ""
+        print(f"  {name:45s} {cost / 1e6:9.1f} M instr  {extra}", flush=True)
+    if args.json:
+        pathlib.Path(args.json).write_text(json.dumps({"info": info, "results": out}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

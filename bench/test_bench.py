@@ -1,0 +1,66 @@
+"""pytest-benchmark suite: `pytest bench/ --benchmark-enable` (disabled in the normal test run).
+
+Each benchmark group times chunkcodec and its baseline on the same generated data; compare the
+groups' rows, not absolute numbers (the machines are shared).  The standalone bench_codec.py
+prints the ratios directly.
+"""
+
+import pathlib
+import sys
+
+import msgspec
+import pytest
+
+sys.path.insert(0, str(pathlib.Path(__file__).parent))
+
+import chunkcodec  # noqa: E402
+import gen  # noqa: E402
+from chunkcodec._model import AnyChunk  # noqa: E402
+
+FRAMES = gen.frames(10, 300)
+ND = gen.framed(FRAMES, "ndjson")
+SSE = gen.framed(FRAMES, "sse")
+PIECES = [SSE[i:i + 16384] for i in range(0, len(SSE), 16384)]
+MS = msgspec.json.Decoder(AnyChunk)
+DECODED = chunkcodec.StreamDecoder("ndjson").feed(ND)
+TRUTH = [msgspec.to_builtins(c) for c in MS.decode_lines(ND)]
+
+
+@pytest.mark.benchmark(group="typed-decode")
+def test_decode_msgspec(benchmark):
+    assert [msgspec.to_builtins(c) for c in benchmark(MS.decode_lines, ND)] == TRUTH
+
+
+@pytest.mark.benchmark(group="typed-decode")
+def test_decode_chunkcodec(benchmark):
+    assert [msgspec.to_builtins(c) for c in benchmark(lambda: chunkcodec.StreamDecoder("ndjson").feed(ND))] == TRUTH
+
+
+@pytest.mark.benchmark(group="sse-framing")
+def test_sse_httpx_sse(benchmark):
+    httpx = pytest.importorskip("httpx")
+    from httpx_sse import EventSource
+
+    def run():
+        resp = httpx.Response(200, headers={"content-type": "text/event-stream"}, content=iter(PIECES))
+        return [e.data for e in EventSource(resp).iter_sse()]
+
+    assert len(benchmark(run)) == len(FRAMES) + 1
+
+
+@pytest.mark.benchmark(group="sse-framing")
+def test_sse_chunkcodec(benchmark):
+    assert benchmark(lambda: list(chunkcodec.iter_frames(PIECES))) == FRAMES
+
+
+@pytest.mark.benchmark(group="encode")
+def test_encode_msgspec(benchmark):
+    enc = msgspec.json.Encoder()
+    benchmark(lambda: [b"data: " + enc.encode(c) + b"\n\n" for c in DECODED])
+
+
+@pytest.mark.benchmark(group="encode")
+def test_encode_chunkcodec(benchmark):
+    enc = chunkcodec.Encoder("sse")
+    out = benchmark(lambda: [enc.encode(c) for c in DECODED])
+    assert b"".join(out) == SSE[: -len(b"data: [DONE]\n\n")]

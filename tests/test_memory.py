@@ -1,0 +1,45 @@
+"""Leak loops: decoding and encoding the same data over and over must not grow the process."""
+
+import gc
+import resource
+
+import pytest
+
+from chunkcodec import DecodeError
+from conftest import CORPUS
+
+BODY = b"".join(p.read_bytes() for p in sorted((CORPUS / "wire").glob("*.sse")))
+ERRORS = b'data: {"type":"text-delta","payload":{"id":"1","text":"\xff"}}\n\ndata: {bad\n\ndata: {"type":"x"'
+
+
+def _rss_kb():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * resource.getpagesize() // 1024
+
+
+@pytest.mark.parametrize("what", ["decode", "encode", "errors", "frames"])
+def test_rss_stays_flat(codec, what):
+    enc = codec.Encoder("sse")
+    chunks = list(codec.iter_chunks(BODY))
+
+    def once():
+        if what == "decode":
+            list(codec.iter_chunks(BODY[i:i + 999] for i in range(0, len(BODY), 999)))
+        elif what == "encode":
+            [enc.encode(c) for c in chunks]
+        elif what == "frames":
+            list(codec.iter_frames(BODY))
+        else:
+            list(codec.iter_chunks(ERRORS, errors="keep"))
+            with pytest.raises(DecodeError):
+                list(codec.iter_chunks(ERRORS))
+
+    for _ in range(50):
+        once()
+    gc.collect()
+    before = _rss_kb()
+    for _ in range(400):
+        once()
+    gc.collect()
+    grown = _rss_kb() - before
+    assert grown < 2048, f"RSS grew by {grown} KiB over 400 rounds"

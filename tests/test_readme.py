@@ -1,0 +1,47 @@
+"""The README's commands and examples are true."""
+
+import os
+import pathlib
+import re
+
+import pytest
+
+import chunkcodec
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text()
+
+
+def _blocks(lang):
+    return re.findall(rf"```{lang}\n(.*?)```", README, re.S)
+
+
+def test_setup_commands_are_what_ci_runs():
+    setup = README.split("## Set-up", 1)[1].split("##", 1)[0]
+    commands = [b.strip() for b in re.findall(r"```sh\n(.*?)```", setup, re.S)]
+    assert len(commands) == 2
+    ci = (ROOT / ".ci" / "run").read_text()
+    for cmd in commands:
+        assert cmd in ci, f"README command not run by .ci/run: {cmd}"
+
+
+def test_quickstart_runs(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    code = _blocks("python")[1]
+    assert "StreamDecoder" in code
+    exec(compile(code, "README quickstart", "exec"), {})
+
+
+def test_error_examples_are_exact():
+    text = _blocks("python")[2]
+    calls = re.findall(r">>> (.*)\n(?:.*\n)*?(chunkcodec\.errors\.\w+: .*)", text)
+    assert len(calls) == 2
+    for call, shown in calls:
+        with pytest.raises(chunkcodec.DecodeError) as info:
+            eval(call, {"chunkcodec": chunkcodec})
+        assert f"chunkcodec.errors.{type(info.value).__name__}: {info.value}" == shown
+
+
+def test_sample_file_is_shipped():
+    assert (ROOT / "samples" / "agent_tool_roundtrip.sse").stat().st_size > 1000
+    assert os.access(ROOT / ".ci" / "run", os.X_OK)
