@@ -5,7 +5,8 @@
 Wall-clock time on a shared machine wanders by tens of percent between runs; the number of
 instructions a case executes does not.  Each case of bench_codec.py runs in its own process under
 callgrind, once with --loops 0 and once with --loops N; the difference divided by N is the cost
-of the case.  Needs valgrind (Debian: apt-get install valgrind).  Takes a few minutes.
+of the case.  Needs valgrind (Debian: apt-get install valgrind).  Each case costs two valgrind
+runs of the whole script, so this takes 10-30 minutes; run it when a ratio matters.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def instructions(case: str, loops: int, runs: int, deltas: int) -> int:
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--loops", type=int, default=5)
-    ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--deltas", type=int, default=300)
     ap.add_argument("--json")
     args = ap.parse_args(argv)

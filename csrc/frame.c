@@ -195,17 +195,17 @@ ptrdiff_t cc_frame_find_end(int framing, const char *tail, size_t ntail, const c
     return -1;
 }
 
-int cc_detect_framing(const char *buf, size_t len, int final, size_t *skip) {
+int cc_detect_framing(const char *buf, size_t len, int final, int bom, size_t *skip) {
     size_t i = 0;
     *skip = 0;
-    if (len >= 3 && (unsigned char)buf[0] == 0xEF && (unsigned char)buf[1] == 0xBB &&
+    if (bom && len >= 3 && (unsigned char)buf[0] == 0xEF && (unsigned char)buf[1] == 0xBB &&
         (unsigned char)buf[2] == 0xBF) {
         i = 3;
-        *skip = 3;
-    } else if (!final && len < 3 && len && (unsigned char)buf[0] == 0xEF) {
+    } else if (bom && !final && len < 3 && len && (unsigned char)buf[0] == 0xEF) {
         return CC_FRAMING_AUTO;
     }
     while (i < len && is_ws((unsigned char)buf[i])) i++;
+    *skip = i;
     if (i == len) return final ? CC_FRAMING_NDJSON : CC_FRAMING_AUTO;
     unsigned char c = (unsigned char)buf[i];
     if (c == ':' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) return CC_FRAMING_SSE;

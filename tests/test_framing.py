@@ -132,3 +132,18 @@ def test_bad_arguments(codec):
     dec.close()
     with pytest.raises(RuntimeError):
         dec.feed(b"x")
+
+
+@pytest.mark.parametrize("head", [b"{" + b"x" * 30000, b" \r\n" * 10000, b"\xef\xbb\xbf" + b"\n" * 20000 + b"{" + b"y" * 20000])
+def test_auto_detection_is_linear_when_fed_byte_by_byte(codec, head):
+    """Detection looks at each byte once: a long undecided prefix fed a byte at a time must not
+    make it quadratic (this would take minutes if it were)."""
+    import time
+    dec = codec.StreamDecoder(errors="keep")
+    t0 = time.perf_counter()
+    for i in range(len(head)):
+        dec.feed(head[i:i + 1])
+    assert dec.framing == "auto"
+    out = dec.feed(b"\n" + TD + b"\n") + dec.close()
+    assert time.perf_counter() - t0 < 20
+    assert dec.framing == "ndjson" and out[-1].payload.text == "hi"

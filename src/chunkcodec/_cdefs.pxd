@@ -32,7 +32,7 @@ cdef extern from "chunkcodec/frame.h":
     Py_ssize_t cc_frame_find_end(int framing, const char *tail, size_t ntail,
                                  const char *buf, size_t len) nogil
     size_t cc_sse_join_data(const char *block, size_t len, char *dst) nogil
-    int cc_detect_framing(const char *buf, size_t len, int final, size_t *skip) nogil
+    int cc_detect_framing(const char *buf, size_t len, int final, int bom, size_t *skip) nogil
 
 
 cdef extern from "chunkcodec/scan.h":

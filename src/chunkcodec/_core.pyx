@@ -13,7 +13,7 @@ from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyBy
 from cpython.buffer cimport PyBuffer_FillInfo
 from cpython.object cimport PyObject
 from cpython.ref cimport Py_DECREF
-from libc.string cimport memcpy, memcmp, strlen
+from libc.string cimport memcpy, memcmp, memchr, strlen
 from libc.stdint cimport uint32_t
 
 from chunkcodec._cdefs cimport *
@@ -235,6 +235,7 @@ cdef class StreamDecoder:
     cdef long long _index
     cdef object _skip          # [frame_pos, head, tail2, seen] while dropping an oversized frame
     cdef bint _closed
+    cdef bint _auto_brace      # auto-detecting, and pending is a '{...' with no RS/LF yet
     cdef public bint done
     cdef list _cache           # last (raw bytes, str) per hot string field
 
@@ -255,6 +256,7 @@ cdef class StreamDecoder:
         self._index = 0
         self._skip = None
         self._closed = False
+        self._auto_brace = False
         self.done = False
         self._cache = [None] * (2 * CC_F_COUNT)
 
@@ -289,17 +291,39 @@ cdef class StreamDecoder:
         cdef Py_ssize_t end, consumed
         cdef size_t skip = 0
         cdef int fr
+        cdef const void* rs
+        cdef const void* lf
         cdef bytes buf, tail
         if self._framing == CC_FRAMING_AUTO:
             if not self._pending:
                 self._pending_pos = base
-            self._pending += b[off:] if off else b
-            fr = cc_detect_framing(PyByteArray_AS_STRING(self._pending), PyByteArray_GET_SIZE(self._pending), 0, &skip)
+            if self._auto_brace:
+                # pending is a '{...' with no 0x1E or LF yet: only the new bytes need a look
+                rs = memchr(p + off, 0x1E, n - off)
+                lf = memchr(p + off, 0x0A, n - off)
+                if rs == NULL and lf == NULL:
+                    fr = CC_FRAMING_AUTO
+                elif lf == NULL or (rs != NULL and rs < lf):
+                    fr = CC_FRAMING_RS
+                else:
+                    fr = CC_FRAMING_NDJSON
+                self._pending += b[off:] if off else b
+                skip = 0
+            else:
+                self._pending += b[off:] if off else b
+                fr = cc_detect_framing(PyByteArray_AS_STRING(self._pending), PyByteArray_GET_SIZE(self._pending),
+                                       0, self._pending_pos == 0, &skip)
             if fr == CC_FRAMING_AUTO:
-                if PyByteArray_GET_SIZE(self._pending) > self._max + SLACK + 3:
+                # drop the white space looked at (and a BOM) so it is never scanned again
+                del self._pending[:skip]
+                self._pending_pos += skip
+                self._auto_brace = PyByteArray_GET_SIZE(self._pending) > 0 and \
+                    PyByteArray_AS_STRING(self._pending)[0] == b'{'
+                if PyByteArray_GET_SIZE(self._pending) > self._max + SLACK:
                     fr = CC_FRAMING_NDJSON
                 else:
                     return
+                skip = 0
             self._framing = fr
             buf = bytes(self._pending)[skip:]
             base = self._pending_pos + skip
@@ -496,7 +520,8 @@ cdef class StreamDecoder:
         cdef bytes buf
         if self._framing == CC_FRAMING_AUTO:
             self._framing = cc_detect_framing(PyByteArray_AS_STRING(self._pending),
-                                              PyByteArray_GET_SIZE(self._pending), 1, &skip)
+                                              PyByteArray_GET_SIZE(self._pending), 1,
+                                              self._pending_pos == 0, &skip)
             del self._pending[:skip]
             self._pending_pos += skip
         if self._skip is not None:

@@ -164,31 +164,33 @@ def find_end(framing: int, tail: bytes, data: bytes) -> int:
     return m.end() if m else -1
 
 
-def detect_framing(buf: bytes, final: bool) -> tuple[int, int]:
-    """(framing or AUTO when undecided, bytes of BOM to skip)."""
-    skip = 0
-    if buf[:3] == b"\xef\xbb\xbf":
-        skip = 3
-    elif not final and 0 < len(buf) < 3 and buf[0] == 0xEF:
+def detect_framing(buf: bytes, final: bool, bom: bool = True) -> tuple[int, int]:
+    """(framing or AUTO when undecided, bytes to drop: a BOM at the stream start and white space;
+    undecided after a '{', up to the '{')."""
+    i = 0
+    if bom and buf[:3] == b"\xef\xbb\xbf":
+        i = 3
+    elif bom and not final and 0 < len(buf) < 3 and buf[0] == 0xEF:
         return AUTO, 0
-    rest = buf[skip:].lstrip(_WS)
-    if not rest:
-        return (NDJSON if final else AUTO), skip
-    c = rest[0]
+    while i < len(buf) and buf[i] in _WS:
+        i += 1
+    if i == len(buf):
+        return (NDJSON if final else AUTO), i
+    c = buf[i]
     if c == 0x3A or 0x61 <= c <= 0x7A or 0x41 <= c <= 0x5A:
-        return SSE, skip
+        return SSE, i
     if c == 0x1E:
-        return RS, skip
+        return RS, i
     if c == 0x5B:
-        return JSON, skip
+        return JSON, i
     if c != 0x7B:
-        return NDJSON, skip
-    for b in rest:
+        return NDJSON, i
+    for b in buf[i:]:
         if b == 0x1E:
-            return RS, skip
+            return RS, i
         if b == 0x0A:
-            return NDJSON, skip
-    return (NDJSON if final else AUTO), skip
+            return NDJSON, i
+    return (NDJSON if final else AUTO), i
 
 
 # ------------------------------------------------------------------------------------------------
@@ -217,6 +219,7 @@ class StreamDecoder:
         self._index = 0           # frames seen so far
         self._skip: list | None = None   # [frame_pos, head, tail2, seen] while dropping an oversized frame
         self.done = False         # an end marker ([DONE]) was seen
+        self._auto_brace = False  # auto-detecting, and pending is a '{...' with no RS/LF yet
         self._closed = False
 
     @property
@@ -247,13 +250,25 @@ class StreamDecoder:
         if self._framing == AUTO:
             if not self._pending:
                 self._pending_pos = base
-            self._pending += data
-            fr, skip = detect_framing(bytes(self._pending), False)
+            if self._auto_brace:
+                # pending is a '{...' with no 0x1E or LF yet: only the new bytes need a look
+                rs, lf = data.find(b"\x1e"), data.find(b"\n")
+                fr = AUTO if rs < 0 and lf < 0 else RS if lf < 0 or 0 <= rs < lf else NDJSON
+                self._pending += data
+                skip = 0
+            else:
+                self._pending += data
+                fr, skip = detect_framing(bytes(self._pending), False, self._pending_pos == 0)
             if fr == AUTO:
-                if len(self._pending) > self._max + _SLACK + 3:
+                # drop the white space looked at (and a BOM) so it is never scanned again
+                del self._pending[:skip]
+                self._pending_pos += skip
+                self._auto_brace = bool(self._pending) and self._pending[0] == 0x7B
+                if len(self._pending) > self._max + _SLACK:
                     fr = NDJSON
                 else:
                     return
+                skip = 0
             self._framing = fr
             buf = bytes(self._pending)[skip:]
             pos = self._pending_pos + skip
@@ -366,7 +381,7 @@ class StreamDecoder:
 
     def _close(self, out: list) -> None:
         if self._framing == AUTO:
-            fr, skip = detect_framing(bytes(self._pending), True)
+            fr, skip = detect_framing(bytes(self._pending), True, self._pending_pos == 0)
             self._framing = fr
             del self._pending[:skip]
             self._pending_pos += skip

@@ -43,7 +43,9 @@ size_t cc_sse_join_data(const char *block, size_t len, char *dst);
 
 /* Guess the framing from the first bytes of a stream.  Returns a cc_framing, or CC_FRAMING_AUTO
  * when more bytes are needed (final != 0 forces a decision).  *skip is set to the number of leading
- * bytes (BOM) to drop. */
-int cc_detect_framing(const char *buf, size_t len, int final, size_t *skip);
+ * bytes to drop: a UTF-8 BOM (only looked for when bom != 0, i.e. at the very start of the stream)
+ * and, while undecided, white space, which no framing gives a meaning to before the first frame.
+ * Undecided after a '{' (waiting to see 0x1E or LF first), *skip stops at the '{'. */
+int cc_detect_framing(const char *buf, size_t len, int final, int bom, size_t *skip);
 
 #endif
