@@ -30,6 +30,16 @@ static int is_done_marker(const char *p, size_t n) {
     return n == 6 && memcmp(p, "[DONE]", 6) == 0;
 }
 
+/* If the line p[0..ll) (no line end) is a `data` field, set its value and return 1. */
+static int data_line(const char *p, size_t ll, const char **v, size_t *vl) {
+    if (ll && p[ll - 1] == '\r') ll--;
+    if (ll < 4 || memcmp(p, "data", 4) != 0 || (ll > 4 && p[4] != ':')) return 0;
+    *v = p + (ll == 4 ? 4 : 5);
+    *vl = ll == 4 ? 0 : ll - 5;
+    if (*vl && **v == ' ') { (*v)++; (*vl)--; }
+    return 1;
+}
+
 /* Interpret one SSE event block (no terminating blank line).  Returns 0 when the event carries no
  * data, else 1 with *f set. */
 static int sse_event(const char *buf, size_t start, size_t len, cc_frame_t *f) {
@@ -39,13 +49,9 @@ static int sse_event(const char *buf, size_t start, size_t len, cc_frame_t *f) {
     size_t dlen = 0;
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
-        const char *le = nl ? nl : end;
-        size_t ll = (size_t)(le - p);
-        if (ll && p[ll - 1] == '\r') ll--;
-        if (ll >= 4 && memcmp(p, "data", 4) == 0 && (ll == 4 || p[4] == ':')) {
-            const char *v = p + (ll == 4 ? 4 : 5);
-            size_t vl = ll == 4 ? 0 : ll - 5;
-            if (vl && *v == ' ') { v++; vl--; }
+        const char *v;
+        size_t vl;
+        if (data_line(p, (size_t)((nl ? nl : end) - p), &v, &vl)) {
             if (ndata == 0) { d = v; dlen = vl; }
             ndata++;
         }
@@ -70,13 +76,9 @@ size_t cc_sse_join_data(const char *block, size_t len, char *dst) {
     int first = 1;
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
-        const char *le = nl ? nl : end;
-        size_t ll = (size_t)(le - p);
-        if (ll && p[ll - 1] == '\r') ll--;
-        if (ll >= 4 && memcmp(p, "data", 4) == 0 && (ll == 4 || p[4] == ':')) {
-            const char *v = p + (ll == 4 ? 4 : 5);
-            size_t vl = ll == 4 ? 0 : ll - 5;
-            if (vl && *v == ' ') { v++; vl--; }
+        const char *v;
+        size_t vl;
+        if (data_line(p, (size_t)((nl ? nl : end) - p), &v, &vl)) {
             if (!first) dst[w++] = '\n';
             memcpy(dst + w, v, vl);
             w += vl;

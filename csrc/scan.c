@@ -174,39 +174,6 @@ static cc_status scan_string(const unsigned char *p, size_t n, size_t *close, cc
     return CC_OK;
 }
 
-cc_status cc_str_measure(const char *p, size_t len, cc_str_t *out) {
-    size_t i = 0, ncp = 0;
-    uint32_t maxc = 0;
-    int flags = 0;
-    const unsigned char *u = (const unsigned char *)p;
-    while (i < len) {
-        unsigned char c = u[i];
-        uint32_t cp;
-        size_t l;
-        if (!special[c]) { i++; ncp++; if (maxc < 0x7F) maxc = 0x7F; continue; }
-        if (c == '\\') {
-            l = escape_one(u + i + 1, len - i - 1, &cp);
-            if (!l) return CC_NOT_HOT;
-            i += 1 + l;
-            flags |= CC_STR_ESCAPED;
-        } else if (c < 0x20 || c == '"') {
-            return CC_NOT_HOT;
-        } else {
-            l = utf8_one(u + i, len - i, &cp);
-            if (!l) return CC_NOT_HOT;
-            i += l;
-        }
-        ncp++;
-        if (cp > maxc) maxc = cp;
-    }
-    out->p = p;
-    out->len = len;
-    out->ncp = ncp;
-    out->maxchar = maxc;
-    out->flags = flags;
-    return CC_OK;
-}
-
 void cc_str_decode(const cc_str_t *s, int kind, void *dst) {
     const unsigned char *p = (const unsigned char *)s->p;
     size_t n = s->len, i = 0, w = 0;

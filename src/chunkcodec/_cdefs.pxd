@@ -5,9 +5,7 @@ from libc.stdint cimport uint32_t
 cdef extern from "chunkcodec/status.h":
     ctypedef enum cc_status:
         CC_OK
-        CC_NEED_MORE
         CC_NOT_HOT
-        CC_ERR_NOMEM
 
 
 cdef extern from "chunkcodec/frame.h":

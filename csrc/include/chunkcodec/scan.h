@@ -48,8 +48,4 @@ cc_status cc_scan_hot(const char *buf, size_t len, cc_hot_t *out);
  * units: the layout of a CPython str created with PyUnicode_New(s->ncp, s->maxchar). */
 void cc_str_decode(const cc_str_t *s, int kind, void *dst);
 
-/* Validate and measure a whole UTF-8 span as a JSON string body (the same rules as the scanner).
- * Returns CC_OK or CC_NOT_HOT. */
-cc_status cc_str_measure(const char *p, size_t len, cc_str_t *out);
-
 #endif

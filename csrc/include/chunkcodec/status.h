@@ -4,9 +4,7 @@
 
 typedef enum cc_status {
     CC_OK = 0,          /* done */
-    CC_NEED_MORE = 1,   /* input ended before the object was complete (streaming: keep the tail) */
-    CC_NOT_HOT = 2,     /* the frame is valid or not, but not one the fast scanner handles */
-    CC_ERR_NOMEM = -1   /* allocation failed */
+    CC_NOT_HOT = 2      /* the frame is valid or not, but not one the fast scanner handles */
 } cc_status;
 
 #endif
