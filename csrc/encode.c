@@ -78,64 +78,60 @@ size_t cc_js_escape(const char *src, size_t len, char *dst) {
     return w;
 }
 
-static inline uint32_t unit_at(int kind, const void *data, size_t i) {
-    if (kind == 1) return ((const uint8_t *)data)[i];
-    if (kind == 2) return ((const uint16_t *)data)[i];
-    return ((const uint32_t *)data)[i];
+/* UTF-8 length of code point c as JSON.stringify writes it (escapes, lone surrogates as \udxxx). */
+static inline size_t cp_len(uint32_t c) {
+    if (c < 0x80) return 1 + esc_extra[c];
+    if (c < 0x800) return 2;
+    if (c >= 0xD800 && c <= 0xDFFF) return 6;
+    return c < 0x10000 ? 3 : 4;
 }
 
+static inline size_t cp_write(uint32_t c, char *dst) {
+    if (c < 0x80) {
+        if (!esc_extra[c]) { dst[0] = (char)c; return 1; }
+        char one = (char)c;
+        return cc_js_escape(&one, 1, dst);
+    }
+    if (c < 0x800) {
+        dst[0] = (char)(0xC0 | (c >> 6));
+        dst[1] = (char)(0x80 | (c & 0x3F));
+        return 2;
+    }
+    if (c >= 0xD800 && c <= 0xDFFF) {
+        dst[0] = '\\'; dst[1] = 'u';
+        dst[2] = hexdig[(c >> 12) & 15]; dst[3] = hexdig[(c >> 8) & 15];
+        dst[4] = hexdig[(c >> 4) & 15]; dst[5] = hexdig[c & 15];
+        return 6;
+    }
+    if (c < 0x10000) {
+        dst[0] = (char)(0xE0 | (c >> 12));
+        dst[1] = (char)(0x80 | ((c >> 6) & 0x3F));
+        dst[2] = (char)(0x80 | (c & 0x3F));
+        return 3;
+    }
+    dst[0] = (char)(0xF0 | (c >> 18));
+    dst[1] = (char)(0x80 | ((c >> 12) & 0x3F));
+    dst[2] = (char)(0x80 | ((c >> 6) & 0x3F));
+    dst[3] = (char)(0x80 | (c & 0x3F));
+    return 4;
+}
+
+/* One loop per storage kind, so the kind is not tested per code unit. */
+#define UCS_LOOP(T, BODY) do { const T *u = (const T *)data; for (size_t i = 0; i < n; i++) { uint32_t c = u[i]; BODY; } } while (0)
+
 size_t cc_js_escaped_len_ucs(int kind, const void *data, size_t n) {
-    if (kind == 1) {
-        const uint8_t *p = (const uint8_t *)data;
-        size_t total = 0;
-        for (size_t i = 0; i < n; i++) {
-            uint8_t c = p[i];
-            if (c >= 0x80) total += 2;
-            else { unsigned char k = esc_class(c); total += k == 1 ? 2 : k == 2 ? 6 : 1; }
-        }
-        return total;
-    }
     size_t total = 0;
-    for (size_t i = 0; i < n; i++) {
-        uint32_t c = unit_at(kind, data, i);
-        if (c < 0x80) { unsigned char k = esc_class((unsigned char)c); total += k == 1 ? 2 : k == 2 ? 6 : 1; }
-        else if (c < 0x800) total += 2;
-        else if (c >= 0xD800 && c <= 0xDFFF) total += 6;
-        else if (c < 0x10000) total += 3;
-        else total += 4;
-    }
+    if (kind == 1) UCS_LOOP(uint8_t, total += cp_len(c));
+    else if (kind == 2) UCS_LOOP(uint16_t, total += cp_len(c));
+    else UCS_LOOP(uint32_t, total += cp_len(c));
     return total;
 }
 
 size_t cc_js_escape_ucs(int kind, const void *data, size_t n, char *dst) {
     size_t w = 0;
-    for (size_t i = 0; i < n; i++) {
-        uint32_t c = unit_at(kind, data, i);
-        if (c < 0x80) {
-            if (esc_class((unsigned char)c)) {
-                char one = (char)c;
-                w += cc_js_escape(&one, 1, dst + w);
-            } else {
-                dst[w++] = (char)c;
-            }
-        } else if (c < 0x800) {
-            dst[w++] = (char)(0xC0 | (c >> 6));
-            dst[w++] = (char)(0x80 | (c & 0x3F));
-        } else if (c >= 0xD800 && c <= 0xDFFF) {
-            dst[w++] = '\\'; dst[w++] = 'u';
-            dst[w++] = hexdig[(c >> 12) & 15]; dst[w++] = hexdig[(c >> 8) & 15];
-            dst[w++] = hexdig[(c >> 4) & 15]; dst[w++] = hexdig[c & 15];
-        } else if (c < 0x10000) {
-            dst[w++] = (char)(0xE0 | (c >> 12));
-            dst[w++] = (char)(0x80 | ((c >> 6) & 0x3F));
-            dst[w++] = (char)(0x80 | (c & 0x3F));
-        } else {
-            dst[w++] = (char)(0xF0 | (c >> 18));
-            dst[w++] = (char)(0x80 | ((c >> 12) & 0x3F));
-            dst[w++] = (char)(0x80 | ((c >> 6) & 0x3F));
-            dst[w++] = (char)(0x80 | (c & 0x3F));
-        }
-    }
+    if (kind == 1) UCS_LOOP(uint8_t, w += cp_write(c, dst + w));
+    else if (kind == 2) UCS_LOOP(uint16_t, w += cp_write(c, dst + w));
+    else UCS_LOOP(uint32_t, w += cp_write(c, dst + w));
     return w;
 }
 

@@ -723,7 +723,7 @@ cdef const char* _K_FROM = b',"from":"'
 cdef const char* _K_PAYLOAD = b',"payload":{'
 
 
-cdef inline bint _hot_add(_Hot* h, const char* key, object val, int slot=-1) except -1:
+cdef inline bint _hot_add(_Hot* h, const char* key, Py_ssize_t keylen, object val, int slot=-1) except -1:
     """Add a field; slot >= 0 names a cache entry for id-like values that repeat."""
     cdef list cache
     cdef bytes esc
@@ -732,7 +732,7 @@ cdef inline bint _hot_add(_Hot* h, const char* key, object val, int slot=-1) exc
     if type(val) is not str:
         return False
     h.keys[h.n] = key
-    h.keylens[h.n] = <Py_ssize_t>strlen(key)
+    h.keylens[h.n] = keylen
     h.vals[h.n] = <PyObject*>val
     h.pre[h.n] = NULL
     if slot >= 0:
@@ -770,11 +770,11 @@ cdef Py_ssize_t _hot_prepare(object chunk, _Hot* h) except -2:
                 _get_slot(payload, TP_PM if text else RP_PM) is not _UNSET:
             return -1
         h.tag = b'{"type":"text-delta"' if text else b'{"type":"reasoning-delta"'
-        if not (_hot_add(h, _K_RUN, _get_slot(chunk, C_RUN), 0) and _hot_add(h, _K_FROM, _get_slot(chunk, C_FROM), 1)):
+        if not (_hot_add(h, _K_RUN, 10, _get_slot(chunk, C_RUN), 0) and _hot_add(h, _K_FROM, 9, _get_slot(chunk, C_FROM), 1)):
             return -1
         h.first_payload = h.n
-        if not (_hot_add(h, b'"id":"', _get_slot(payload, TP_ID if text else RP_ID), 2) and
-                _hot_add(h, b'"text":"', _get_slot(payload, TP_TEXT if text else RP_TEXT))):
+        if not (_hot_add(h, b'"id":"', 6, _get_slot(payload, TP_ID if text else RP_ID), 2) and
+                _hot_add(h, b'"text":"', 8, _get_slot(payload, TP_TEXT if text else RP_TEXT))):
             return -1
     elif t is _ToolCallDelta:
         if _get_slot(chunk, TC_META) is not _UNSET:
@@ -783,12 +783,12 @@ cdef Py_ssize_t _hot_prepare(object chunk, _Hot* h) except -2:
         if type(payload) is not _ToolCallDeltaPayload or _get_slot(payload, TCP_PM) is not _UNSET:
             return -1
         h.tag = b'{"type":"tool-call-delta"'
-        if not (_hot_add(h, _K_RUN, _get_slot(chunk, C_RUN), 0) and _hot_add(h, _K_FROM, _get_slot(chunk, C_FROM), 1)):
+        if not (_hot_add(h, _K_RUN, 10, _get_slot(chunk, C_RUN), 0) and _hot_add(h, _K_FROM, 9, _get_slot(chunk, C_FROM), 1)):
             return -1
         h.first_payload = h.n
-        if not (_hot_add(h, b'"argsTextDelta":"', _get_slot(payload, TCP_ARGS)) and
-                _hot_add(h, b'"toolCallId":"', _get_slot(payload, TCP_ID), 3) and
-                _hot_add(h, b'"toolName":"', _get_slot(payload, TCP_NAME), 4)):
+        if not (_hot_add(h, b'"argsTextDelta":"', 17, _get_slot(payload, TCP_ARGS)) and
+                _hot_add(h, b'"toolCallId":"', 14, _get_slot(payload, TCP_ID), 3) and
+                _hot_add(h, b'"toolName":"', 12, _get_slot(payload, TCP_NAME), 4)):
             return -1
     else:
         return -1
