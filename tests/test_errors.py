@@ -126,3 +126,14 @@ def test_paths_agree_on_errors(both):
         r = outcome(lambda: decode_all(reference, data, framing, max_frame_bytes=200))
         assert n[0] == "err" and n[1] in {"DecodeError", "ValidationError", "FrameTooLarge", "TruncatedError"}
         assert n == r
+
+
+def test_strict_decoder_stops_at_its_error(codec):
+    """After a strict-mode error the rest of that piece was not looked at: going on would lose it,
+    so the decoder refuses instead."""
+    dec = codec.StreamDecoder("ndjson")
+    with pytest.raises(DecodeError):
+        dec.feed(b"{bad}\n" + TD + b"\n")
+    with pytest.raises(RuntimeError, match="stopped at an error in strict mode"):
+        dec.feed(TD + b"\n")
+    assert dec.close() == []

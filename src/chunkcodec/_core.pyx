@@ -235,6 +235,7 @@ cdef class StreamDecoder:
     cdef object _skip          # [frame_pos, head, tail2, seen] while dropping an oversized frame
     cdef bint _closed
     cdef bint _auto_brace      # auto-detecting, and pending is a '{...' with no RS/LF yet
+    cdef object _failed        # the error that stopped a strict decoder
     cdef public bint done
     cdef list _cache           # last (raw bytes, str) per hot string field
 
@@ -256,6 +257,7 @@ cdef class StreamDecoder:
         self._skip = None
         self._closed = False
         self._auto_brace = False
+        self._failed = None
         self.done = False
         self._cache = [None] * (2 * CC_F_COUNT)
 
@@ -273,6 +275,9 @@ cdef class StreamDecoder:
         """Decode the complete frames in data (plus what was kept from before); keep the tail."""
         if self._closed:
             raise RuntimeError("feed() after close()")
+        if self._failed is not None:
+            raise RuntimeError(f"the decoder stopped at an error in strict mode ({self._failed}); "
+                               f"use errors='keep' to decode past bad frames")
         cdef bytes b = _to_bytes(data)
         cdef list out = []
         cdef long long base = self._offset
@@ -281,6 +286,7 @@ cdef class StreamDecoder:
             self._feed(b, 0, base, out)
         except DecodeError as exc:
             exc.chunks = out
+            self._failed = exc
             raise
         return out
 
@@ -500,7 +506,8 @@ cdef class StreamDecoder:
     # -- end --------------------------------------------------------------------------------
     def close(self):
         """Decode what is left; raises TruncatedError if the stream ended mid-frame."""
-        if self._closed:
+        if self._closed or self._failed is not None:
+            self._closed = True
             return []
         self._closed = True
         cdef list out = []

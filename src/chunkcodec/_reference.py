@@ -220,6 +220,7 @@ class StreamDecoder:
         self._skip: list | None = None   # [frame_pos, head, tail2, seen] while dropping an oversized frame
         self.done = False         # an end marker ([DONE]) was seen
         self._auto_brace = False  # auto-detecting, and pending is a '{...' with no RS/LF yet
+        self._failed: DecodeError | None = None   # the error that stopped a strict decoder
         self._closed = False
 
     @property
@@ -235,6 +236,9 @@ class StreamDecoder:
     def feed(self, data: Any) -> list:
         if self._closed:
             raise RuntimeError("feed() after close()")
+        if self._failed is not None:
+            raise RuntimeError(f"the decoder stopped at an error in strict mode ({self._failed}); "
+                               f"use errors='keep' to decode past bad frames")
         data = _to_bytes(data)
         out: list = []
         base = self._offset
@@ -243,6 +247,7 @@ class StreamDecoder:
             self._feed(data, base, out)
         except DecodeError as exc:
             exc.chunks = out  # type: ignore[attr-defined]
+            self._failed = exc
             raise
         return out
 
@@ -368,7 +373,8 @@ class StreamDecoder:
     # -- end ----------------------------------------------------------------------------------
     def close(self) -> list:
         """Decode what is left; raises TruncatedError if the stream ended mid-frame."""
-        if self._closed:
+        if self._closed or self._failed is not None:
+            self._closed = True
             return []
         self._closed = True
         out: list = []
