@@ -565,6 +565,18 @@ cdef class StreamDecoder:
                 break
 
 
+cdef inline object _envelope(object cls, Py_ssize_t payload_off, Py_ssize_t meta_off, object run_id,
+                            object from_, object payload):
+    """The chunk around a built payload: runId, from, payload, no metadata."""
+    chunk = _alloc(cls)
+    _put_slot(chunk, C_RUN, run_id)
+    _put_slot(chunk, C_FROM, from_)
+    _put_slot(chunk, payload_off, payload)
+    _put_slot(chunk, meta_off, _UNSET)
+    _untrack(chunk)
+    return chunk
+
+
 cdef object _text_like(bint text, object run_id, object from_, object id_, object body):
     cdef PyObject* args[3]
     if not _DIRECT:
@@ -581,13 +593,9 @@ cdef object _text_like(bint text, object run_id, object from_, object id_, objec
     _put_slot(payload, TP_PM if text else RP_PM, _UNSET)
     _put_slot(payload, TP_TEXT if text else RP_TEXT, body)
     _untrack(payload)
-    chunk = _alloc(_TextDelta if text else _ReasoningDelta)
-    _put_slot(chunk, C_RUN, run_id)
-    _put_slot(chunk, C_FROM, from_)
-    _put_slot(chunk, TD_PAYLOAD if text else RD_PAYLOAD, payload)
-    _put_slot(chunk, TD_META if text else RD_META, _UNSET)
-    _untrack(chunk)
-    return chunk
+    if text:
+        return _envelope(_TextDelta, TD_PAYLOAD, TD_META, run_id, from_, payload)
+    return _envelope(_ReasoningDelta, RD_PAYLOAD, RD_META, run_id, from_, payload)
 
 
 cdef object _tool_call_delta(object run_id, object from_, object args_, object call_id, object name):
@@ -607,13 +615,7 @@ cdef object _tool_call_delta(object run_id, object from_, object args_, object c
     _put_slot(payload, TCP_NAME, name)
     _put_slot(payload, TCP_PM, _UNSET)
     _untrack(payload)
-    chunk = _alloc(_ToolCallDelta)
-    _put_slot(chunk, C_RUN, run_id)
-    _put_slot(chunk, C_FROM, from_)
-    _put_slot(chunk, TC_PAYLOAD, payload)
-    _put_slot(chunk, TC_META, _UNSET)
-    _untrack(chunk)
-    return chunk
+    return _envelope(_ToolCallDelta, TC_PAYLOAD, TC_META, run_id, from_, payload)
 
 
 def _direct():
