@@ -129,3 +129,11 @@ def test_lone_surrogate_escapes_like_json_loads(codec):
     assert codec.decode(line).payload.text == "\ud800x"
     assert codec.loads(line) == json.loads(line)
     assert codec.encode(codec.loads(line), "ndjson") == line + b"\n"
+
+
+def test_unknown_key_sets_do_not_grow_memory_without_end(codec):
+    from chunkcodec import _model
+    for i in range(_model._EXTENDED_MAX + 10):
+        chunk = codec.decode(f'{{"type":"never-seen","k{i}":{i}}}'.encode())
+        assert getattr(chunk, f"k{i}") == i
+    assert len(_model._EXTENDED) <= _model._EXTENDED_MAX

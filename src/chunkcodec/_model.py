@@ -83,6 +83,8 @@ def _attr_for(key: str, taken: set[str]) -> str:
 
 
 _EXTENDED: dict[tuple, type] = {}
+#: A stream whose chunks carry ever new sets of unknown keys must not grow the cache without end.
+_EXTENDED_MAX = 4096
 
 
 def _extend(base: type, keys: tuple[str, ...], overrides: list | None = None) -> type:
@@ -96,6 +98,8 @@ def _extend(base: type, keys: tuple[str, ...], overrides: list | None = None) ->
             fields.append((_attr_for(key, taken), Any, msgspec.field(default=UNSET, name=key)))
         cls = msgspec.defstruct(base.__name__, fields, bases=(base,), module=base.__module__,
                                 kw_only=True)
+        if len(_EXTENDED) >= _EXTENDED_MAX:
+            _EXTENDED.clear()
         _EXTENDED[ck] = cls
     return cls
 
