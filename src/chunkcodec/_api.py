@@ -85,7 +85,8 @@ class Api:
             raise exc
 
     def iter_chunks(self, source: Any, framing: str = "auto", **opts: Any) -> Iterator[Any]:
-        """Typed chunks from bytes, a path, a file object or any iterable of bytes."""
+        """Typed chunks from bytes or str (the data itself), an os.PathLike (a file to read), a file
+        object, or any iterable of bytes."""
         return self._iter(source, framing, "chunks", **opts)
 
     def iter_dicts(self, source: Any, framing: str = "auto", **opts: Any) -> Iterator[Any]:
