@@ -137,3 +137,12 @@ def test_strict_decoder_stops_at_its_error(codec):
     with pytest.raises(RuntimeError, match="stopped at an error in strict mode"):
         dec.feed(TD + b"\n")
     assert dec.close() == []
+
+
+def test_json_document_too_large(codec):
+    doc = b"[" + b",".join([TD] * 10) + b"]"
+    with pytest.raises(FrameTooLarge, match="max_frame_bytes=100 \\(byte 0, frame 0\\)"):
+        decode_all(codec, doc, "json", max_frame_bytes=100)
+    for splits in (None, [50], [150, 300], list(range(1, len(doc)))):
+        got = decode_all(codec, doc, "json", errors="keep", max_frame_bytes=100, splits=splits)
+        assert [(g[0], len(g[1]), g[2], g[6]) for g in got] == [("invalid", 100, "FrameTooLarge", len(doc) - 100)]

@@ -236,6 +236,7 @@ cdef class StreamDecoder:
     cdef bint _closed
     cdef bint _auto_brace      # auto-detecting, and pending is a '{...' with no RS/LF yet
     cdef object _failed        # the error that stopped a strict decoder
+    cdef long long _json_dropped   # "json" framing in keep mode: bytes past the limit (-1: none)
     cdef public bint done
     cdef list _cache           # last (raw bytes, str) per hot string field
 
@@ -258,6 +259,7 @@ cdef class StreamDecoder:
         self._closed = False
         self._auto_brace = False
         self._failed = None
+        self._json_dropped = -1
         self.done = False
         self._cache = [None] * (2 * CC_F_COUNT)
 
@@ -336,11 +338,17 @@ cdef class StreamDecoder:
             self._feed(buf, 0, base, out)
             return
         if self._framing == CC_FRAMING_JSON:
+            if self._json_dropped >= 0:            # keep mode, past max_frame_bytes: count only
+                self._json_dropped += n - off
+                return
             if not self._pending:
                 self._pending_pos = base
             self._pending += b[off:] if off else b
             if PyByteArray_GET_SIZE(self._pending) > self._max:
-                raise frame_too_large(self._max, self._pending_pos, 0, bytes(self._pending[:200]))
+                if not self._keep:
+                    raise frame_too_large(self._max, self._pending_pos, 0, bytes(self._pending[:200]))
+                self._json_dropped = PyByteArray_GET_SIZE(self._pending) - self._max
+                del self._pending[self._max:]
             return
         if self._skip is not None:
             tail = self._skip[2]
@@ -536,6 +544,11 @@ cdef class StreamDecoder:
         buf = bytes(self._pending)
         pos = self._pending_pos
         self._pending = bytearray()
+        if self._framing == CC_FRAMING_JSON and self._json_dropped >= 0:
+            out.append(InvalidFrame(buf, frame_too_large(self._max, pos, 0, buf[:200]), 0, pos,
+                                    dropped=self._json_dropped))
+            self._index += 1
+            return
         if self._framing == CC_FRAMING_JSON:
             if self._frames:
                 if buf.strip(b" \t\r\n"):

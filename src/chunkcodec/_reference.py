@@ -221,6 +221,7 @@ class StreamDecoder:
         self.done = False         # an end marker ([DONE]) was seen
         self._auto_brace = False  # auto-detecting, and pending is a '{...' with no RS/LF yet
         self._failed: DecodeError | None = None   # the error that stopped a strict decoder
+        self._json_dropped: int | None = None     # "json" framing in keep mode: bytes past the limit
         self._closed = False
 
     @property
@@ -281,11 +282,17 @@ class StreamDecoder:
             self._feed(buf, pos, out)
             return
         if self._framing == JSON:
+            if self._json_dropped is not None:      # keep mode, past max_frame_bytes: count only
+                self._json_dropped += len(data)
+                return
             if not self._pending:
                 self._pending_pos = base
             self._pending += data
             if len(self._pending) > self._max:
-                raise frame_too_large(self._max, self._pending_pos, 0, bytes(self._pending[:200]))
+                if not self._keep:
+                    raise frame_too_large(self._max, self._pending_pos, 0, bytes(self._pending[:200]))
+                self._json_dropped = len(self._pending) - self._max
+                del self._pending[self._max:]
             return
         if self._skip is not None:
             end = find_end(self._framing, self._skip[2], data)
@@ -397,6 +404,11 @@ class StreamDecoder:
         buf = bytes(self._pending)
         pos = self._pending_pos
         self._pending.clear()
+        if self._framing == JSON and self._json_dropped is not None:
+            out.append(InvalidFrame(buf, frame_too_large(self._max, pos, 0, buf[:200]), 0, pos,
+                                    dropped=self._json_dropped))
+            self._index += 1
+            return
         if self._framing == JSON:
             if self._frames:
                 if buf.strip(_WS):
