@@ -67,6 +67,9 @@ def test_encode_into_and_stream(codec):
     assert buf == b"HE" + frame
     enc.encode_into(c, buf)
     assert buf == frame
+    with pytest.raises(ValueError, match="past the end"):
+        enc.encode_into(c, buf, len(buf) + 1)
+    assert buf == frame
     assert b"".join(codec.encode_stream([c, c])) == frame * 2 + b"data: [DONE]\n\n"
     assert b"".join(codec.encode_stream([c], "rs")) == frame[6:-2] + b"\x1e"
     with pytest.raises(ValueError):

@@ -14,7 +14,6 @@ from cpython.buffer cimport PyBuffer_FillInfo
 from cpython.object cimport PyObject
 from cpython.ref cimport Py_DECREF
 from libc.string cimport memcpy, memcmp, memchr, strlen
-from libc.stdint cimport uint32_t
 
 from chunkcodec._cdefs cimport *
 

@@ -481,9 +481,12 @@ class Encoder:
         return _PREFIX[self._fr] + to_json(chunk) + _SUFFIX[self._fr]
 
     def encode_into(self, chunk: Any, buffer: bytearray, offset: int = 0) -> None:
-        frame = self.encode(chunk)
+        """Write the framed chunk into buffer at offset (-1: at the end); the buffer ends after it."""
         if offset < 0:
             offset = len(buffer)
+        elif offset > len(buffer):
+            raise ValueError("offset is past the end of the buffer")
+        frame = self.encode(chunk)
         del buffer[offset:]
         buffer.extend(frame)
 
