@@ -198,6 +198,35 @@ void cc_str_decode(const cc_str_t *s, int kind, void *dst) {
     }
 }
 
+size_t cc_str_decode_utf8(const cc_str_t *s, char *dst) {
+    const unsigned char *p = (const unsigned char *)s->p;
+    size_t n = s->len, i = 0, w = 0;
+    if (!(s->flags & CC_STR_ESCAPED)) {
+        memcpy(dst, p, n);
+        return n;
+    }
+    while (i < n) {
+        const unsigned char *bs = memchr(p + i, '\\', n - i);
+        size_t run = bs ? (size_t)(bs - (p + i)) : n - i;
+        memcpy(dst + w, p + i, run);
+        w += run;
+        i += run;
+        if (i >= n) break;
+        uint32_t cp = 0;
+        i += 1 + escape_one(p + i + 1, n - i - 1, &cp);   /* the scanner validated it */
+        unsigned char *o = (unsigned char *)dst + w;
+        if (cp < 0x80) { o[0] = (unsigned char)cp; w += 1; }
+        else if (cp < 0x800) { o[0] = 0xC0 | (cp >> 6); o[1] = 0x80 | (cp & 0x3F); w += 2; }
+        else if (cp < 0x10000) {
+            o[0] = 0xE0 | (cp >> 12); o[1] = 0x80 | ((cp >> 6) & 0x3F); o[2] = 0x80 | (cp & 0x3F); w += 3;
+        } else {
+            o[0] = 0xF0 | (cp >> 18); o[1] = 0x80 | ((cp >> 12) & 0x3F);
+            o[2] = 0x80 | ((cp >> 6) & 0x3F); o[3] = 0x80 | (cp & 0x3F); w += 4;
+        }
+    }
+    return w;
+}
+
 static inline size_t skip_ws(const unsigned char *p, size_t i, size_t n, int *canon) {
     /* compact JSON has no white space: one test for the common case */
     if (i < n && p[i] > ' ') return i;

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os as _os
 
 from . import _reference
+from ._accum import PartialJSON, RunOutput, StepResult
 from ._api import Api as _Api
 from ._model import AnyChunk, forget_raw
 from .chunks import *  # noqa: F401,F403
@@ -38,6 +39,8 @@ iter_frames = _api.iter_frames
 aiter_chunks = _api.aiter_chunks
 encode = _api.encode
 encode_stream = _api.encode_stream
+Accumulator = _api.Accumulator
+accumulate = _api.accumulate
 #: The exact JSON text ``encode`` writes for a chunk: for a chunk decoded from bytes and not
 #: replaced since, the bytes it was decoded from.
 raw_json = _impl.to_json
@@ -45,6 +48,7 @@ raw_json = _impl.to_json
 __version__ = "0.1.0"
 
 __all__ = [
+    "Accumulator", "accumulate", "RunOutput", "StepResult", "PartialJSON",
     "StreamDecoder", "Encoder", "decode", "loads", "iter_chunks", "iter_dicts", "iter_frames", "aiter_chunks",
     "encode", "encode_stream", "raw_json", "forget_raw", "AnyChunk", "IMPLEMENTATION",
     "ChunkError", "DecodeError", "ValidationError", "FrameTooLarge", "TruncatedError",

@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 from typing import Any, AsyncIterator, Iterable, Iterator
 
+from ._accum import AccumulatorBase, RunOutput
+from .chunks import BaseChunk
 from .errors import DecodeError
 
 __all__ = ["Api"]
@@ -71,6 +73,9 @@ class Api:
         self.Encoder = impl.Encoder
         self.decode = impl.decode
         self.loads = impl.loads
+        self.Accumulator = type("Accumulator", (AccumulatorBase,), {
+            "_Buf": impl.DeltaBuf, "_impl": impl, "__module__": "chunkcodec",
+            "__doc__": AccumulatorBase.__doc__})
 
     def _iter(self, source: Any, framing: str, mode: str, **opts: Any) -> Iterator[Any]:
         dec = self.impl.StreamDecoder(framing, _as_dicts=mode == "dicts", _as_frames=mode == "frames", **opts)
@@ -129,3 +134,16 @@ class Api:
             yield end
 
 
+
+    def accumulate(self, source: Any, framing: str = "auto", **opts: Any) -> list[RunOutput]:
+        """One RunOutput per run in a stream or log where runs may be interleaved (demultiplexed
+        by ``runId``), in the order the runs first appear.  source: what iter_chunks takes, or an
+        iterable of typed chunks."""
+        acc = self.Accumulator(framing, **opts)
+        for piece in _pieces(source):
+            if isinstance(piece, BaseChunk):
+                acc.add(piece)
+            else:
+                acc.feed(piece)
+        acc.close()
+        return list(acc.results().values())

@@ -60,6 +60,7 @@ cdef extern from "chunkcodec/scan.h":
         cc_str_t f[7]
     cc_status cc_scan_hot(const char *buf, size_t len, cc_hot_t *out) nogil
     void cc_str_decode(const cc_str_t *s, int kind, void *dst) nogil
+    size_t cc_str_decode_utf8(const cc_str_t *s, char *dst) nogil
     int CC_STR_ESCAPED
     int CC_STR_NONCANON
 

@@ -19,7 +19,7 @@ from chunkcodec._cdefs cimport *
 
 import msgspec
 
-from chunkcodec import _jsonout, _model
+from chunkcodec import _accum, _jsonout, _model
 from chunkcodec import chunks as _chunks
 from chunkcodec.errors import DecodeError, InvalidFrame, as_truncated, frame_too_large
 
@@ -213,6 +213,53 @@ cdef inline void _set_raw(object chunk, object raw) except *:
     PyObject_GenericSetDict(chunk, {"_raw": raw}, NULL)
 
 
+cdef object _decode_finish_light = _accum.decode_finish_light
+cdef tuple _FINISH_PREFIXES = _accum.FINISH_PREFIXES
+DEF MAX_ROUTES = 65536
+
+
+@cython.final
+cdef class DeltaBuf:
+    """A growing UTF-8 buffer an Accumulator appends deltas to; ``owner`` is the part writing at
+    its end.  ``view()`` is a read-only memoryview of the bytes so far, without a copy; appending
+    while a view is held moves the data to a new bytearray and leaves the view as it was."""
+    cdef public bytearray data
+    cdef public object owner
+
+    def __init__(self):
+        self.data = bytearray()
+        self.owner = None
+
+    def append(self, b):
+        try:
+            self.data += b
+        except BufferError:
+            self.data = bytearray(self.data)
+            self.data += b
+
+    def view(self):
+        return memoryview(self.data).toreadonly()
+
+    cdef int append_str(self, const cc_str_t* s) except -1:
+        """Unescape a scanned JSON string straight onto the end of the buffer."""
+        cdef Py_ssize_t n = PyByteArray_GET_SIZE(self.data)
+        cdef size_t w
+        try:
+            PyByteArray_Resize(self.data, n + <Py_ssize_t>s.len)
+        except BufferError:
+            self.data = bytearray(self.data)
+            PyByteArray_Resize(self.data, n + <Py_ssize_t>s.len)
+        w = cc_str_decode_utf8(s, PyByteArray_AS_STRING(self.data) + n)
+        if w != s.len:
+            PyByteArray_Resize(self.data, n + <Py_ssize_t>w)
+        return 0
+
+
+cdef inline bint _same(bytes b, const cc_str_t* s):
+    return b is not None and PyBytes_GET_SIZE(b) == <Py_ssize_t>s.len and \
+        memcmp(PyBytes_AS_STRING(b), s.p, s.len) == 0
+
+
 cdef class StreamDecoder:
     """Incremental decoder: ``feed(data) -> list of chunks``, ``close() -> list``.
 
@@ -238,9 +285,17 @@ cdef class StreamDecoder:
     cdef long long _json_dropped   # "json" framing in keep mode: bytes past the limit (-1: none)
     cdef public bint done
     cdef list _cache           # last (raw bytes, str) per hot string field
+    # Accumulator mode (_sink): delta frames go straight into the sink's buffers
+    cdef object _sink
+    cdef dict _routes          # type byte + runId + NUL + id (raw bytes) -> (DeltaBuf, owner, run)
+    cdef int _last_type
+    cdef bytes _last_run_raw, _last_key_raw
+    cdef DeltaBuf _last_buf
+    cdef object _last_owner
+    cdef object _cur_run       # the run the sink was last told is current
 
     def __init__(self, framing="auto", *, max_frame_bytes=DEFAULT_MAX_FRAME_BYTES,
-                 errors="strict", _as_dicts=False, _as_frames=False):
+                 errors="strict", _as_dicts=False, _as_frames=False, _sink=None):
         self._framing = _framing_code(framing)
         if errors not in ("strict", "keep"):
             raise ValueError(f"errors must be 'strict' or 'keep', got {errors!r}")
@@ -261,6 +316,10 @@ cdef class StreamDecoder:
         self._json_dropped = -1
         self.done = False
         self._cache = [None] * (2 * CC_F_COUNT)
+        self._sink = _sink
+        self._routes = {}
+        self._last_type = 0
+        self._cur_run = None
 
     @property
     def framing(self):
@@ -460,6 +519,9 @@ cdef class StreamDecoder:
             out.append(owner if start == 0 and length == PyBytes_GET_SIZE(owner)
                        else PyBytes_FromStringAndSize(PyBytes_AS_STRING(owner) + start, length))
             return
+        if self._sink is not None:
+            self._sink_frame(owner, start, length, idx, base + f.start, out)
+            return
         if not self._dicts and cc_scan_hot(PyBytes_AS_STRING(owner) + start, length, &hot) == CC_OK:
             chunk = self._build_hot(&hot)
             if not hot.canonical:
@@ -481,6 +543,83 @@ cdef class StreamDecoder:
             if not self._keep:
                 raise
             out.append(InvalidFrame(bytes(span), exc, idx, pos))
+
+    cdef _sink_frame(self, bytes owner, Py_ssize_t start, Py_ssize_t length, long long idx,
+                     long long pos, list out):
+        """Accumulator mode: hand one frame to the sink, in order."""
+        cdef cc_hot_t hot
+        cdef const char* p = PyBytes_AS_STRING(owner) + start
+        if cc_scan_hot(p, length, &hot) == CC_OK:
+            self._sink_hot(&hot)
+            return
+        self._cur_run = None
+        self._last_buf = None
+        span = _span(owner, start, length)
+        if length > 20 and p[0] == b'{' and (p[9] == b's' or p[9] == b'f'):
+            for prefix in _FINISH_PREFIXES:
+                if length >= PyBytes_GET_SIZE(prefix) and \
+                        memcmp(p, PyBytes_AS_STRING(prefix), PyBytes_GET_SIZE(prefix)) == 0:
+                    light = _decode_finish_light(span)
+                    if light is not None:
+                        self._sink._light_finish(light)
+                        return
+        try:
+            chunk = _decode_frame(span, idx, pos)
+        except DecodeError as exc:
+            if not self._keep:
+                raise
+            out.append(InvalidFrame(bytes(span), exc, idx, pos))
+            return
+        self._sink.add(chunk)
+
+    cdef int _sink_hot(self, cc_hot_t* h) except -1:
+        cdef bint tool = h.type == CC_HOT_TOOL_CALL_DELTA
+        cdef const cc_str_t* run = &h.f[CC_F_RUN_ID]
+        cdef const cc_str_t* key = &h.f[CC_F_TOOL_CALL_ID] if tool else &h.f[CC_F_ID]
+        cdef const cc_str_t* body = &h.f[CC_F_ARGS_TEXT_DELTA] if tool else &h.f[CC_F_TEXT]
+        cdef DeltaBuf buf = self._last_buf
+        cdef bytes k
+        cdef char* kp
+        cdef tuple r
+        if buf is None or h.type != self._last_type or buf.owner is not self._last_owner or \
+                not _same(self._last_key_raw, key) or not _same(self._last_run_raw, run):
+            k = PyBytes_FromStringAndSize(NULL, run.len + key.len + 2)
+            kp = PyBytes_AS_STRING(k)
+            kp[0] = <char>h.type
+            if run.len:
+                memcpy(kp + 1, run.p, run.len)
+            kp[run.len + 1] = 0
+            if key.len:
+                memcpy(kp + run.len + 2, key.p, key.len)
+            r = self._routes.get(k)
+            if r is None or (<DeltaBuf>r[0]).owner is not r[1]:
+                r = self._route(h, tool)
+                if len(self._routes) >= MAX_ROUTES:
+                    self._routes.clear()
+                self._routes[k] = r
+            buf = <DeltaBuf>r[0]
+            self._last_buf = buf
+            self._last_owner = r[1]
+            self._last_type = h.type
+            self._last_run_raw = PyBytes_FromStringAndSize(run.p, run.len) if run.p != NULL else b""
+            self._last_key_raw = PyBytes_FromStringAndSize(key.p, key.len)
+            if r[2] is not self._cur_run:
+                self._sink._current = r[2]
+                self._cur_run = r[2]
+        buf.append_str(body)
+        return 0
+
+    cdef tuple _route(self, cc_hot_t* h, bint tool):
+        run_id = self._cached(&h.f[CC_F_RUN_ID], CC_F_RUN_ID) if h.f[CC_F_RUN_ID].p != NULL else None
+        from_ = self._cached(&h.f[CC_F_FROM], CC_F_FROM) if h.f[CC_F_FROM].p != NULL else _UNSET
+        if tool:
+            key = self._cached(&h.f[CC_F_TOOL_CALL_ID], CC_F_TOOL_CALL_ID)
+            name = self._cached(&h.f[CC_F_TOOL_NAME], CC_F_TOOL_NAME) if h.f[CC_F_TOOL_NAME].p != NULL else None
+        else:
+            key = self._cached(&h.f[CC_F_ID], CC_F_ID)
+            name = None
+        buf, owner = self._sink._route(h.type, run_id, from_, key, name)
+        return (buf, owner, self._sink._current)
 
     cdef object _cached(self, const cc_str_t* s, int slot):
         """The str for a scanned id-like field, reusing the previous one when the bytes repeat."""

@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-from . import _jsonout, _model
+from . import _accum, _jsonout, _model
 from .errors import DecodeError, InvalidFrame, as_truncated, frame_too_large
 
 __all__ = ["StreamDecoder", "Encoder", "decode", "loads", "FRAMINGS", "DEFAULT_MAX_FRAME_BYTES"]
@@ -203,8 +203,10 @@ class StreamDecoder:
     """
 
     def __init__(self, framing: str = "auto", *, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
-                 errors: str = "strict", _as_dicts: bool = False, _as_frames: bool = False):
+                 errors: str = "strict", _as_dicts: bool = False, _as_frames: bool = False,
+                 _sink: Any = None):
         self._framing = _framing_code(framing)
+        self._sink = _sink        # an Accumulator: step-finish/finish frames get the light decoder
         if errors not in ("strict", "keep"):
             raise ValueError(f"errors must be 'strict' or 'keep', got {errors!r}")
         if not isinstance(max_frame_bytes, int) or max_frame_bytes < 1:
@@ -367,6 +369,11 @@ class StreamDecoder:
         if self._frames:
             out.append(frame)
             return
+        if self._sink is not None and frame.startswith(_accum.FINISH_PREFIXES):
+            light = _accum.decode_finish_light(frame)
+            if light is not None:
+                out.append(light)
+                return
         try:
             if self._dicts:
                 out.append(_model.loads_frame(frame, idx, pos))
@@ -494,3 +501,25 @@ class Encoder:
         """The end-of-stream marker of this framing (``data: [DONE]\\n\\n`` for SSE, else empty)."""
         return _DONE[self._fr]
 
+
+
+class DeltaBuf:
+    """A growing UTF-8 buffer an Accumulator appends deltas to; ``owner`` is the part writing at
+    its end.  ``view()`` is a read-only memoryview of the bytes so far, without a copy; appending
+    while a view is held moves the data to a new bytearray and leaves the view as it was."""
+
+    __slots__ = ("data", "owner")
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+        self.owner: Any = None
+
+    def append(self, b: bytes) -> None:
+        try:
+            self.data += b
+        except BufferError:
+            self.data = bytearray(self.data)
+            self.data += b
+
+    def view(self) -> memoryview:
+        return memoryview(self.data).toreadonly()

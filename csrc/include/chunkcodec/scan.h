@@ -48,4 +48,8 @@ cc_status cc_scan_hot(const char *buf, size_t len, cc_hot_t *out);
  * units: the layout of a CPython str created with PyUnicode_New(s->ncp, s->maxchar). */
 void cc_str_decode(const cc_str_t *s, int kind, void *dst);
 
+/* Decode a scanned string into UTF-8 at dst, which has room for s->len bytes (decoding never
+ * lengthens: every escape is at least as long as the UTF-8 it stands for).  Returns the length. */
+size_t cc_str_decode_utf8(const cc_str_t *s, char *dst);
+
 #endif

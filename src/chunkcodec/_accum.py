@@ -1,0 +1,1168 @@
+"""Reassembling agent runs from chunks, the way Mastra's ``MastraModelOutput`` resolves them.
+
+Shared by the native and the reference path.  What differs between them is only how delta text
+reaches the buffers: the reference path (and ``Accumulator.add``) appends ``str.encode()``d text;
+the native ``feed`` unescapes delta frames in C straight into the same ``bytearray`` buffers and
+calls back here only when a delta starts a new part (see ``_route``) or for the other chunks.
+
+Buffers.  Every run has one UTF-8 buffer for text and one for reasoning, in arrival order (which
+is what Mastra's ``text``/``reasoningText`` join), plus one per tool call for its argument JSON.  A
+step is a range of the run buffers; a part (one ``payload.id`` from its first delta to its
+``*-end``) is a list of ranges.  A buffer's ``owner`` is the part that is writing at its end, so a
+delta for the owner is a plain append: nothing else has to be updated.
+
+The rules, and where Mastra's documentation is silent or its behaviour surprising, are in the
+README ("Accumulation") and in ``../shared/spec/mastra-format.md`` section 3.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, Iterable, Iterator, List, Optional
+
+import msgspec
+from msgspec import UNSET
+
+from . import chunks as _c
+from ._model import convert_item
+from .errors import DecodeError, InvalidFrame
+
+__all__ = ["RunOutput", "StepResult", "AccumulatorBase", "PartialJSON"]
+
+_PRIMARY = ("inputTokens", "outputTokens", "totalTokens")
+_DETAIL = ("reasoningTokens", "cachedInputTokens", "cacheCreationInputTokens",
+           "cacheCreationInputTokens5m", "cacheCreationInputTokens1h")
+
+
+def _v(x: Any) -> Any:
+    return None if x is UNSET else x
+
+
+def _num(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _utf8(buf: bytearray, start: int = 0, end: Optional[int] = None) -> str:
+    return bytes(buf[start:end]).decode("utf-8", "surrogatepass") if end is None or end > start else ""
+
+
+def _builtins(x: Any) -> Any:
+    return msgspec.to_builtins(x) if isinstance(x, msgspec.Struct) else x
+
+
+# --------------------------------------------------------------------------------------------
+# Results
+
+class StepResult(msgspec.Struct, kw_only=True):
+    """One model call of a run (Mastra's ``LLMStepResult``, the fields a consumer reads)."""
+
+    step_type: str
+    text: str
+    reasoning_text: str
+    finish_reason: Optional[str]
+    usage: Dict[str, Any]
+    tool_calls: List[Any]
+    tool_results: List[Any]
+    sources: List[Any]
+    files: List[Any]
+    warnings: List[Any]
+    provider_metadata: Optional[Dict[str, Any]] = None
+    response_id: Optional[str] = None
+    response_model_id: Optional[str] = None
+
+    def to_mastra(self) -> Dict[str, Any]:
+        d = {
+            "stepType": self.step_type, "text": self.text, "reasoningText": self.reasoning_text,
+            "finishReason": self.finish_reason, "usage": self.usage,
+            "toolCalls": [_builtins(c) for c in self.tool_calls],
+            "toolResults": [_builtins(c) for c in self.tool_results],
+            "sources": [_builtins(c) for c in self.sources],
+            "files": [_builtins(c) for c in self.files],
+            "warnings": self.warnings,
+            "response": {"id": self.response_id, "modelId": self.response_model_id},
+        }
+        if self.provider_metadata is not None:
+            d["providerMetadata"] = self.provider_metadata
+        return d
+
+
+class RunOutput(msgspec.Struct, kw_only=True):
+    """What a run resolved to: Mastra's ``MastraModelOutput`` with snake_case names.
+
+    ``None`` stands for JavaScript ``undefined``.  Tool calls, results, errors, sources and files are
+    the typed chunks; ``reasoning`` entries and ``parts`` are dicts shaped as Mastra makes them.
+    """
+
+    run_id: Optional[str]
+    text: str
+    reasoning_text: Optional[str]
+    reasoning: List[Dict[str, Any]]
+    tool_calls: List[Any]
+    tool_results: List[Any]
+    tool_errors: List[Any]
+    usage: Dict[str, Any]
+    total_usage: Dict[str, Any]
+    finish_reason: Optional[str]
+    object: Any
+    sources: List[Any]
+    files: List[Any]
+    warnings: List[Any]
+    provider_metadata: Optional[Dict[str, Any]]
+    steps: List[StepResult]
+    error: Optional[Dict[str, Any]]
+    tripwire: Optional[Dict[str, Any]]
+    status: str
+    suspend_payload: Optional[Dict[str, Any]]
+    parts: List[Dict[str, Any]]
+    invalid_frames: List[Any] = msgspec.field(default_factory=list)
+
+    def to_mastra(self) -> Dict[str, Any]:
+        """A dict shaped like Mastra's resolved output (camelCase keys, chunk dicts)."""
+        return {
+            "runId": self.run_id,
+            "text": self.text,
+            "reasoningText": self.reasoning_text,
+            "reasoning": self.reasoning,
+            "toolCalls": [_builtins(c) for c in self.tool_calls],
+            "toolResults": [_builtins(c) for c in self.tool_results],
+            "usage": self.usage,
+            "totalUsage": self.total_usage,
+            "finishReason": self.finish_reason,
+            "object": self.object,
+            "sources": [_builtins(c) for c in self.sources],
+            "files": [_builtins(c) for c in self.files],
+            "warnings": self.warnings,
+            "providerMetadata": self.provider_metadata,
+            "steps": [s.to_mastra() for s in self.steps],
+            "error": self.error,
+            "tripwire": self.tripwire,
+            "status": self.status,
+            "suspendPayload": self.suspend_payload,
+        }
+
+
+# --------------------------------------------------------------------------------------------
+# Live tool arguments
+
+_LITERALS = {"t": "true", "f": "false", "n": "null"}
+_VALUES = {"true": True, "false": False, "null": None}
+
+
+class PartialJSON:
+    """Incremental best-effort JSON parser for tool arguments that are still arriving.
+
+    ``feed(text)`` consumes only the new characters; ``value()`` returns the value so far with open
+    strings, arrays and objects closed, as Mastra's client does for live UIs: an unfinished string
+    is kept as far as it goes, an unfinished key is dropped, an unfinished literal is completed
+    when it can only be one of true/false/null, an unfinished number is kept if it parses.
+    Containers are built as tokens complete, so each call costs the new characters plus the depth.
+    The containers are live: later deltas update them in place (copy to keep a snapshot).
+    """
+
+    __slots__ = ("root", "stack", "key", "tok", "state", "esc", "failed", "done")
+
+    def __init__(self) -> None:
+        self.root: Any = UNSET
+        self.stack: list = []      # open containers
+        self.key: Any = UNSET      # the key waiting for its value (objects)
+        self.tok: List[str] = []   # the token being read: string body, number or literal
+        self.state = "value"       # value | key | colon | comma | str | key_str | num | lit
+        self.esc = ""              # a pending escape inside a string
+        self.failed = False
+        self.done = False
+
+    def _put(self, v: Any) -> None:
+        if not self.stack:
+            self.root = v
+            self.done = True
+            self.state = "end"
+            return
+        top = self.stack[-1]
+        if isinstance(top, list):
+            top.append(v)
+        else:
+            top[self.key] = v
+            self.key = UNSET
+        self.state = "comma"
+
+    def _open(self, c: Any) -> None:
+        self._put(c)
+        self.done = False
+        self.stack.append(c)
+        self.state = "key" if isinstance(c, dict) else "value"
+
+    def feed(self, text: str) -> None:
+        i, n = 0, len(text)
+        while i < n and not self.failed:
+            st = self.state
+            if st in ("str", "key_str"):
+                j = i
+                while j < n:
+                    ch = text[j]
+                    if self.esc:
+                        self.esc += ch
+                        if self.esc[1] != "u" or len(self.esc) == 6:
+                            try:
+                                self.tok.append(json.loads('"' + self.esc + '"'))
+                            except ValueError:
+                                self.failed = True
+                                return
+                            self.esc = ""
+                        j += 1
+                        continue
+                    if ch == "\\":
+                        self.esc = "\\"
+                        j += 1
+                        continue
+                    if ch == '"':
+                        break
+                    k = j
+                    while k < n and text[k] not in '"\\':
+                        k += 1
+                    self.tok.append(text[j:k])
+                    j = k
+                if j >= n:
+                    return
+                s = "".join(self.tok)
+                self.tok = []
+                if st == "key_str":
+                    self.key = s
+                    self.state = "colon"
+                else:
+                    self._put(s)
+                i = j + 1
+                continue
+            if st in ("num", "lit"):
+                j = i
+                while j < n and text[j] not in " \t\r\n,]}":
+                    j += 1
+                self.tok.append(text[i:j])
+                if j >= n:
+                    return
+                self._finish_scalar()
+                i = j
+                continue
+            ch = text[i]
+            i += 1
+            if ch in " \t\r\n":
+                continue
+            if st == "value" or st == "colon_done":
+                if ch == "{":
+                    self._open({})
+                elif ch == "[":
+                    self._open([])
+                elif ch == '"':
+                    self.state = "str"
+                elif ch == "]" and self.stack and isinstance(self.stack[-1], list) and not self.stack[-1]:
+                    self._close()
+                elif ch in "-0123456789":
+                    self.state = "num"
+                    self.tok = [ch]
+                elif ch in "tfn":
+                    self.state = "lit"
+                    self.tok = [ch]
+                else:
+                    self.failed = True
+            elif st == "key":
+                if ch == '"':
+                    self.state = "key_str"
+                elif ch == "}":
+                    self._close()
+                else:
+                    self.failed = True
+            elif st == "colon":
+                if ch == ":":
+                    self.state = "colon_done"
+                else:
+                    self.failed = True
+            elif st == "comma":
+                if ch == ",":
+                    self.state = "key" if isinstance(self.stack[-1], dict) else "value"
+                elif ch in "]}":
+                    self._close()
+                else:
+                    self.failed = True
+            else:  # "end": trailing bytes after a complete value
+                self.failed = True
+
+    def _close(self) -> None:
+        self.stack.pop()
+        if self.stack:
+            self.state = "comma"
+        else:
+            self.done = True
+            self.state = "end"
+
+    def _finish_scalar(self) -> None:
+        tok = "".join(self.tok)
+        self.tok = []
+        if self.state == "lit":
+            if tok not in _VALUES:
+                self.failed = True
+                return
+            self._put(_VALUES[tok])
+            return
+        try:
+            v = json.loads(tok)
+        except ValueError:
+            self.failed = True
+            return
+        self._put(v)
+
+    def value(self) -> Any:
+        """The best-effort value so far (``None`` if nothing usable has arrived)."""
+        if self.failed:
+            return None
+        st = self.state
+        pending: Any = UNSET
+        if st == "str":
+            pending = "".join(self.tok)
+        elif st == "num":
+            try:
+                pending = json.loads("".join(self.tok))
+            except ValueError:
+                pending = UNSET
+        elif st == "lit":
+            tok = "".join(self.tok)
+            full = _LITERALS.get(tok[:1], "")
+            if full.startswith(tok):
+                pending = _VALUES[full]
+        if pending is UNSET:
+            return None if self.root is UNSET else self.root
+        if not self.stack:
+            return pending
+        # show the unfinished scalar without committing it: it may still grow
+        top = self.stack[-1]
+        if isinstance(top, list):
+            top.append(pending)
+            snap = _deep_copy_path(self.root)
+            top.pop()
+        elif self.key is not UNSET:
+            top[self.key] = pending
+            snap = _deep_copy_path(self.root)
+            del top[self.key]
+        else:
+            return self.root
+        return snap
+
+
+def _deep_copy_path(v: Any) -> Any:
+    # A copy is needed only when an unfinished scalar is shown; it costs the size of the value.
+    return json.loads(json.dumps(v))
+
+
+def _complete_utf8(b: bytes) -> int:
+    """Length of b without a trailing incomplete UTF-8 sequence (deltas are whole code points,
+    so this only matters for bytes appended by a caller)."""
+    n = len(b)
+    i = n - 1
+    while i >= 0 and i >= n - 4 and (b[i] & 0xC0) == 0x80:
+        i -= 1
+    if i >= 0 and b[i] >= 0xC0:
+        need = 2 if b[i] < 0xE0 else 3 if b[i] < 0xF0 else 4
+        if n - i < need:
+            return i
+    return n
+
+
+def parse_args(text: str) -> Any:
+    """``JSON.parse`` of a tool call's whole argument text, ``{}`` when empty or invalid (Mastra)."""
+    if not text:
+        return {}
+    try:
+        return json.loads(text)
+    except ValueError:
+        return {}
+
+
+# --------------------------------------------------------------------------------------------
+# Per-run state
+
+class _Part:
+    """A text or reasoning part: one ``payload.id`` from its first delta to its ``*-end``."""
+
+    __slots__ = ("kind", "id", "buf", "segs", "tail", "pm", "open", "redacted", "listed")
+
+    def __init__(self, kind: str, id_: Any, buf: Any, pm: Any) -> None:
+        self.kind = kind
+        self.id = id_
+        self.buf = buf
+        self.segs: list = []
+        self.tail = -1          # start of the range it is writing at the end of buf, or -1
+        self.pm = pm
+        self.open = True
+        self.redacted = False
+        self.listed = False     # has its place in the message parts
+
+    def seal(self) -> None:
+        if self.tail >= 0:
+            end = len(self.buf.data)
+            if end > self.tail:
+                self.segs.append((self.tail, end))
+            self.tail = -1
+        if self.buf.owner is self:
+            self.buf.owner = None
+
+    def take(self) -> None:
+        """Make this part the writer at the end of its buffer."""
+        owner = self.buf.owner
+        if owner is self:
+            return
+        if owner is not None:
+            owner.seal()
+        self.buf.owner = self
+        self.tail = len(self.buf.data)
+
+    def text(self) -> str:
+        data = self.buf.data
+        out = [_utf8(data, a, b) for a, b in self.segs]
+        if self.tail >= 0:
+            out.append(_utf8(data, self.tail))
+        return "".join(out)
+
+
+class _ToolArgs:
+    __slots__ = ("id", "name", "buf", "start", "parser", "fed", "run")
+
+    def __init__(self, run: "_Run", id_: str, name: Any, buf: Any, start: Any) -> None:
+        self.run = run
+        self.id = id_
+        self.name = name
+        self.buf = buf
+        self.start = start      # the tool-call-input-streaming-start payload (or None)
+        self.parser: Optional[PartialJSON] = None
+        self.fed = 0            # bytes of buf the parser has seen
+
+
+class _Step:
+    __slots__ = ("index", "t0", "r0", "t1", "r1", "tool_call_ids", "tool_result_ids", "sources",
+                 "files", "warnings", "reason", "usage", "pm", "resp_id", "model_id", "tool")
+
+    def __init__(self, index: int, t0: int, r0: int, warnings: Any) -> None:
+        self.index = index
+        self.t0, self.r0 = t0, r0
+        self.t1 = self.r1 = -1
+        self.tool_call_ids: list = []
+        self.tool_result_ids: list = []
+        self.sources: list = []
+        self.files: list = []
+        self.warnings = warnings if isinstance(warnings, list) else []
+        self.reason = None
+        self.usage: dict = {}
+        self.pm = None
+        self.resp_id = self.model_id = None
+        self.tool = False
+
+
+class _Run:
+    def __init__(self, acc: "AccumulatorBase", run_id: Optional[str], from_: Any) -> None:
+        Buf = acc._Buf
+        self.acc = acc
+        self.run_id = run_id
+        self.from_ = from_ if isinstance(from_, str) else "AGENT"
+        self.text = Buf()
+        self.rbuf = Buf()
+        self.open_text: Dict[Any, _Part] = {}
+        self.open_reasoning: Dict[Any, _Part] = {}
+        self.text_pm: Dict[Any, Any] = {}
+        self.reasoning: List[_Part] = []
+        self.saw_reasoning = False
+        self.seq: list = []            # message parts in stream order: (kind, value)
+        self.steps: List[_Step] = []
+        self.cur: Optional[_Step] = None
+        self.tool_calls: Dict[str, Any] = {}
+        self.tool_args: Dict[str, _ToolArgs] = {}
+        self.tool_results: list = []
+        self.tool_errors: list = []
+        self.sources: list = []
+        self.files: list = []
+        self.any_tool = False
+        self.u: Dict[str, Any] = {}
+        self.u_dead: set = set()
+        self.u_raw: Any = UNSET
+        self.u_steps = 0
+        self.finish_usage: Any = UNSET
+        self.finish_reason: Optional[str] = None
+        self.terminal: Optional[str] = None   # error | abort | tripwire | suspended
+        self.status = "running"
+        self.error: Optional[dict] = None
+        self.tripwire: Optional[dict] = None
+        self.object: Any = None
+        self.object_set = False
+        self.suspend_payload: Optional[dict] = None
+        self.pm: Any = None
+        self.finished = False
+        self.nested = False
+
+    # -- steps -------------------------------------------------------------------------------
+    def step(self) -> _Step:
+        if self.cur is None:
+            self.cur = _Step(len(self.steps), len(self.text.data), len(self.rbuf.data), None)
+        return self.cur
+
+    def step_start(self, warnings: Any) -> None:
+        if self.cur is not None and self.cur.t1 < 0 and (
+                len(self.text.data) > self.cur.t0 or len(self.rbuf.data) > self.cur.r0
+                or self.cur.tool_call_ids or self.cur.sources or self.cur.files):
+            return  # a step-start inside a step that already has content: keep the step
+        self.cur = _Step(len(self.steps), len(self.text.data), len(self.rbuf.data), warnings)
+
+    def step_finish(self, reason: Any, warnings: Any, usage: Any, resp_id: Any, model_id: Any,
+                    pm: Any) -> None:
+        st = self.step()
+        st.t1, st.r1 = len(self.text.data), len(self.rbuf.data)
+        st.reason = reason if isinstance(reason, str) else None
+        if isinstance(warnings, list):
+            st.warnings = warnings
+        st.usage = usage if isinstance(usage, dict) else {}
+        st.resp_id = resp_id if isinstance(resp_id, str) else None
+        st.model_id = model_id if isinstance(model_id, str) else None
+        st.pm = pm if isinstance(pm, dict) else None
+        self.steps.append(st)
+        self.cur = None
+        self._add_usage(st.usage)
+        if self.terminal is None and st.reason is not None:
+            self.finish_reason = st.reason
+        if st.pm is not None:
+            self.pm = st.pm
+
+    def _add_usage(self, usage: dict) -> None:
+        self.u_steps += 1
+        for k in _PRIMARY:
+            if k in self.u_dead:
+                continue
+            v = usage.get(k)
+            if _num(v):
+                self.u[k] = self.u.get(k, 0) + v
+            else:
+                self.u_dead.add(k)
+                self.u.pop(k, None)
+        for k in _DETAIL:
+            v = usage.get(k)
+            if _num(v):
+                self.u[k] = self.u.get(k, 0) + v
+        self.u_raw = usage.get("raw", UNSET)
+
+    def finish(self, reason: Any, usage: Any, pm: Any) -> None:
+        self.finished = True
+        if isinstance(usage, dict):
+            self.finish_usage = usage
+        if isinstance(pm, dict):
+            self.pm = pm
+        if self.terminal is None:
+            self.status = "success"
+            if isinstance(reason, str):
+                self.finish_reason = reason
+
+    def usage(self) -> Dict[str, Any]:
+        if self.terminal is not None:
+            return {}
+        if self.u_steps == 0 and isinstance(self.finish_usage, dict):
+            return dict(self.finish_usage)
+        out = {k: self.u[k] for k in _PRIMARY + _DETAIL if k in self.u}
+        if self.u_raw is not UNSET:
+            out["raw"] = self.u_raw
+        return out
+
+    def total_usage(self) -> Dict[str, Any]:
+        if self.terminal == "tripwire":
+            return {}
+        if self.terminal is not None:
+            return {"totalTokens": 0}
+        out = self.usage()
+        if "totalTokens" not in out and _num(out.get("inputTokens")) and _num(out.get("outputTokens")):
+            out["totalTokens"] = out["inputTokens"] + out["outputTokens"]
+            # keep Mastra's key order: totals before details
+            out = {k: out[k] for k in _PRIMARY + _DETAIL + ("raw",) if k in out}
+        return out
+
+    def terminate(self, kind: str, status: Optional[str], reason: str) -> None:
+        if self.terminal is None:
+            self.terminal = kind
+            self.finish_reason = reason
+            if status is not None:
+                self.status = status
+
+    # -- text and reasoning ------------------------------------------------------------------
+    def text_part(self, id_: Any, pm: Any) -> _Part:
+        """The open text part for id, opened on its first delta."""
+        part = self.open_text.get(id_)
+        if part is None:
+            stashed = self.text_pm.pop(id_, UNSET)
+            part = _Part("text", id_, self.text, stashed if pm is UNSET else pm)
+            self.open_text[id_] = part
+            self.seq.append(("span", part))
+            part.listed = True
+            self.step()
+        elif pm is not UNSET:
+            part.pm = pm
+        part.take()
+        return part
+
+    def reasoning_part(self, id_: Any, pm: Any, start: bool) -> _Part:
+        part = self.open_reasoning.get(id_)
+        if part is None or start:
+            if part is not None:
+                part.seal()
+            part = _Part("reasoning", id_, self.rbuf, pm)
+            self.open_reasoning[id_] = part
+            self.reasoning.append(part)
+            self.step()
+        elif pm is not UNSET:
+            part.pm = pm
+        return part
+
+    def reasoning_delta(self, id_: Any, pm: Any) -> _Part:
+        part = self.reasoning_part(id_, pm, False)
+        if pm is not UNSET:
+            part.pm = pm
+        self.saw_reasoning = True
+        if not part.listed:
+            self.seq.append(("span", part))
+            part.listed = True
+        part.take()
+        return part
+
+    # -- tools -------------------------------------------------------------------------------
+    def tool_args_for(self, call_id: str, name: Any, start: Any) -> _ToolArgs:
+        ta = self.tool_args.get(call_id)
+        if ta is None:
+            ta = _ToolArgs(self, call_id, name, self.acc._Buf(), start)
+            self.tool_args[call_id] = ta
+            self.acc._tool_args[call_id] = ta
+            self.step()
+        elif start is not None:
+            ta.start = start
+        if not ta.name and isinstance(name, str):
+            ta.name = name
+        return ta
+
+    def tool_call(self, chunk: Any, call_id: str) -> None:
+        if call_id not in self.tool_calls:
+            self.seq.append(("tool", call_id))
+        self.tool_calls[call_id] = chunk
+        st = self.step()
+        if call_id not in st.tool_call_ids:
+            st.tool_call_ids.append(call_id)
+        st.tool = self.any_tool = True
+
+    # -- output ------------------------------------------------------------------------------
+    def step_text(self, st: _Step) -> str:
+        return _utf8(self.text.data, st.t0, None if st.t1 < 0 else st.t1)
+
+    def step_reasoning(self, st: _Step) -> str:
+        return _utf8(self.rbuf.data, st.r0, None if st.r1 < 0 else st.r1)
+
+    def result(self) -> RunOutput:
+        last = self.cur if self.cur is not None else (self.steps[-1] if self.steps else None)
+        if self.any_tool and last is not None:
+            text = self.step_text(last)
+        else:
+            text = _utf8(self.text.data)
+        steps = []
+        for st in self.steps:
+            steps.append(StepResult(
+                step_type="initial" if st.index == 0 else "tool-result",
+                text=self.step_text(st), reasoning_text=self.step_reasoning(st),
+                finish_reason=st.reason, usage=st.usage,
+                tool_calls=[self.tool_calls[i] for i in st.tool_call_ids if i in self.tool_calls],
+                tool_results=[c for c in self.tool_results if _call_id(c) in st.tool_result_ids],
+                sources=list(st.sources), files=list(st.files), warnings=st.warnings,
+                provider_metadata=st.pm, response_id=st.resp_id, response_model_id=st.model_id))
+        warnings = self.steps[-1].warnings if self.steps else []
+        return RunOutput(
+            run_id=self.run_id, text=text,
+            reasoning_text=_utf8(self.rbuf.data) if self.saw_reasoning else None,
+            reasoning=[self._reasoning_entry(p) for p in self.reasoning],
+            tool_calls=list(self.tool_calls.values()), tool_results=list(self.tool_results),
+            tool_errors=list(self.tool_errors),
+            usage=self.usage(), total_usage=self.total_usage(), finish_reason=self.finish_reason,
+            object=self.object, sources=list(self.sources), files=list(self.files),
+            warnings=warnings, provider_metadata=self.pm, steps=steps, error=self.error,
+            tripwire=self.tripwire, status=self.status, suspend_payload=self.suspend_payload,
+            parts=self._parts(), invalid_frames=[])
+
+    def _reasoning_entry(self, p: _Part) -> dict:
+        payload: Dict[str, Any] = {"id": p.id}
+        if p.pm is not UNSET and p.pm is not None:
+            payload["providerMetadata"] = p.pm
+        payload["text"] = p.text()
+        d: Dict[str, Any] = {"type": "reasoning"}
+        if self.run_id is not None:
+            d["runId"] = self.run_id
+        d["from"] = self.from_
+        d["payload"] = payload
+        return d
+
+    def _parts(self) -> List[dict]:
+        """The parts of the message Mastra persists (``buildMessagesFromChunks``)."""
+        results = {}
+        for c in self.tool_results:
+            r = _v(c.payload.result)
+            if r is not None:
+                results[c.payload.toolCallId] = c
+        errors = {c.payload.toolCallId: c for c in self.tool_errors
+                  if isinstance(getattr(c.payload, "toolCallId", None), str)}
+        out: List[dict] = []
+        after_tool = False
+        for kind, v in self.seq:
+            if kind == "span":
+                if v.kind == "text":
+                    t = v.text()
+                    pm = _v(v.pm)
+                    if not t and pm is None:
+                        continue
+                    if after_tool:
+                        out.append({"type": "step-start"})
+                        after_tool = False
+                    d = {"type": "text", "text": t}
+                else:
+                    t = v.text()
+                    pm = _v(v.pm)
+                    detail = {"type": "redacted", "data": ""} if v.redacted else {"type": "text", "text": t}
+                    d = {"type": "reasoning", "reasoning": t, "details": [detail]}
+                if pm is not None:
+                    d["providerMetadata"] = pm
+                out.append(d)
+            elif kind == "tool":
+                c = self.tool_calls.get(v)
+                if c is None:
+                    continue
+                p = c.payload
+                inv: Dict[str, Any] = {"state": "call", "toolCallId": v, "toolName": p.toolName,
+                                       "args": _v(p.args) if p.args is not UNSET else {}}
+                if v in results:
+                    inv["state"] = "result"
+                    inv["result"] = results[v].payload.result
+                if v in errors:
+                    inv["state"] = "output-error"
+                    inv["errorText"] = _error_text(_v(errors[v].payload.error))
+                d = {"type": "tool-invocation", "toolInvocation": inv}
+                for src, dst in (("providerMetadata", "providerMetadata"),
+                                 ("providerExecuted", "providerExecuted"), ("title", "title")):
+                    val = getattr(p, src, UNSET)
+                    if val is not UNSET:
+                        d[dst] = val
+                out.append(d)
+                after_tool = True
+            elif kind == "source":
+                p = _builtins(v.payload)
+                src = {"sourceType": p.get("sourceType", "url"), "id": p.get("id"), "url": p.get("url"),
+                       "title": p.get("title")}
+                if "providerMetadata" in p:
+                    src["providerMetadata"] = p["providerMetadata"]
+                out.append({"type": "source", "source": src})
+            elif kind == "file":
+                p = _builtins(v.payload)
+                d = {"type": "file", "data": p.get("data"), "mimeType": p.get("mimeType")}
+                if "providerMetadata" in p:
+                    d["providerMetadata"] = p["providerMetadata"]
+                out.append(d)
+            elif kind == "data":
+                out.append({"type": v.type, "data": _v(v.data)})
+        return out
+
+
+def _call_id(c: Any) -> Any:
+    return getattr(c.payload, "toolCallId", None)
+
+
+def _error_text(e: Any) -> str:
+    if isinstance(e, dict):
+        return str(e.get("message", e))
+    return str(e)
+
+
+def _error_value(e: Any) -> dict:
+    """``getErrorFromUnknown(payload.error)`` reduced to what serializes: ``{name, message}``."""
+    if isinstance(e, dict):
+        name = e.get("name")
+        msg = e.get("message")
+        return {"name": name if isinstance(name, str) else "Error",
+                "message": msg if isinstance(msg, str) else json.dumps(e, ensure_ascii=False)}
+    if isinstance(e, str):
+        return {"name": "Error", "message": e}
+    return {"name": "Error", "message": "Unknown error" if e is None else json.dumps(e)}
+
+
+# --------------------------------------------------------------------------------------------
+# Big frames: step-finish and finish
+
+class _MinOutput(msgspec.Struct):
+    usage: Any = UNSET
+
+
+class _MinPayload(msgspec.Struct):
+    stepResult: Any = UNSET
+    metadata: Any = UNSET
+    output: Any = UNSET
+    providerMetadata: Any = UNSET
+
+
+class _MinOutputPayload(msgspec.Struct):
+    stepResult: Any = UNSET
+    metadata: Any = UNSET
+    output: Optional[_MinOutput] = None
+    providerMetadata: Any = UNSET
+
+
+class _MinFinish(msgspec.Struct):
+    type: str
+    runId: Any = UNSET
+    payload: Optional[_MinOutputPayload] = None
+
+
+_min_decoder = msgspec.json.Decoder(_MinFinish)
+
+#: How frames of these types start when Mastra writes them: the cue for the light decoder.
+FINISH_PREFIXES = (b'{"type":"step-finish","runId":', b'{"type":"finish","runId":')
+
+
+def decode_finish_light(data: Any) -> Any:
+    """The few fields of a step-finish/finish frame accumulation needs, skipping the message
+    history they carry; None when the frame is not of the expected shape (the caller then
+    decodes it fully, which gives the proper error or the chunk)."""
+    try:
+        return _min_decoder.decode(data)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return None
+
+
+def _finish_fields(payload: Any) -> tuple:
+    """(reason, warnings, usage, resp_id, model_id, pm) from a payload (typed or light)."""
+    sr = _v(getattr(payload, "stepResult", UNSET))
+    md = _v(getattr(payload, "metadata", UNSET))
+    out = _v(getattr(payload, "output", UNSET))
+    reason = sr.get("reason") if isinstance(sr, dict) else None
+    warnings = sr.get("warnings") if isinstance(sr, dict) else None
+    if isinstance(out, dict):
+        usage = out.get("usage")
+    elif out is not None:
+        usage = _v(out.usage)
+    else:
+        usage = None
+    md = md if isinstance(md, dict) else {}
+    pm = _v(getattr(payload, "providerMetadata", UNSET))
+    if pm is None:
+        pm = md.get("providerMetadata")
+    return reason, warnings, usage, md.get("id"), md.get("modelId"), pm
+
+
+# --------------------------------------------------------------------------------------------
+# The accumulator
+
+class AccumulatorBase:
+    """Reassembles runs from a stream of chunks.
+
+    ``add(chunk)`` takes typed chunks; ``feed(data)`` takes framed bytes (SSE, RS or NDJSON, any
+    split) and is the fast path; ``close()`` ends the input.  ``result()`` gives the main run's
+    :class:`RunOutput` at any moment; ``results()`` every run, demultiplexed by ``runId``.
+    """
+
+    _Buf: Any = None            # the impl's delta buffer class: .data (bytearray), .owner
+    _impl: Any = None
+
+    def __init__(self, framing: str = "auto", *, errors: str = "strict",
+                 max_frame_bytes: Optional[int] = None) -> None:
+        if errors not in ("strict", "keep"):
+            raise ValueError(f"errors must be 'strict' or 'keep', got {errors!r}")
+        self._framing = framing
+        self._errors = errors
+        self._max = max_frame_bytes
+        self._runs: Dict[Any, _Run] = {}
+        self._current: Optional[_Run] = None
+        self._main: Optional[_Run] = None
+        self._tool_args: Dict[str, _ToolArgs] = {}
+        self._decoder: Any = None
+        self._closed = False
+        self.invalid_frames: list = []
+
+    # -- input -------------------------------------------------------------------------------
+    def feed(self, data: Any) -> None:
+        """Accumulate framed bytes (any split).  Raises a DecodeError on a bad frame (strict) or
+        records it in ``invalid_frames`` (errors="keep")."""
+        if self._closed:
+            raise RuntimeError("feed() after close()")
+        if self._decoder is None:
+            opts: Dict[str, Any] = {"errors": self._errors}
+            if self._max is not None:
+                opts["max_frame_bytes"] = self._max
+            self._decoder = self._impl.StreamDecoder(self._framing, _sink=self, **opts)
+        self._drain(self._decoder.feed, data)
+
+    def close(self) -> None:
+        """End of input: a stream cut mid-frame raises TruncatedError (strict)."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._decoder is not None:
+            self._drain(self._decoder.close)
+
+    def _drain(self, call: Any, *args: Any) -> None:
+        # The native decoder hands most frames over as it meets them (see _route); what it
+        # returns, and all the reference decoder returns, is taken here, in order.
+        try:
+            items = call(*args)
+        except DecodeError as exc:
+            for item in getattr(exc, "chunks", None) or ():
+                self._item(item)
+            raise
+        for item in items:
+            self._item(item)
+
+    def _item(self, item: Any) -> None:
+        if type(item) is _MinFinish:
+            self._light_finish(item)
+        else:
+            self.add(item)
+
+    def add(self, chunk: Any) -> None:
+        """Accumulate one typed chunk."""
+        t = type(chunk)
+        if t is _c.TextDelta:
+            p = chunk.payload
+            run = self._run(chunk.runId, chunk.from_)
+            part = run.text_part(p.id, p.providerMetadata)
+            part.buf.append(p.text.encode("utf-8", "surrogatepass"))
+        elif t is _c.ReasoningDelta:
+            p = chunk.payload
+            run = self._run(chunk.runId, chunk.from_)
+            part = run.reasoning_delta(p.id, p.providerMetadata)
+            part.buf.append(p.text.encode("utf-8", "surrogatepass"))
+        elif t is _c.ToolCallDelta:
+            p = chunk.payload
+            run = self._run(chunk.runId, chunk.from_)
+            ta = run.tool_args_for(p.toolCallId, _v(p.toolName), None)
+            ta.buf.append(p.argsTextDelta.encode("utf-8", "surrogatepass"))
+        elif isinstance(chunk, _c.BaseChunk):
+            self._other(chunk)
+        elif isinstance(chunk, InvalidFrame):
+            self.invalid_frames.append(chunk)
+        else:
+            raise TypeError(f"add() takes a chunk, got {type(chunk).__name__}")
+
+    # -- called by the native decoder ---------------------------------------------------------
+    def _route(self, kind: int, run_id: Any, from_: Any, key: Any, name: Any) -> tuple:
+        """A delta frame whose (run, id) has no current buffer: do the bookkeeping and return
+        (buffer, owner).  kind: 1 text, 2 reasoning, 3 tool call (key: toolCallId)."""
+        run = self._run(run_id, from_)
+        if kind == 1:
+            part = run.text_part(key, UNSET)
+            return part.buf, part
+        if kind == 2:
+            part = run.reasoning_delta(key, UNSET)
+            return part.buf, part
+        ta = run.tool_args_for(key, name, None)
+        ta.buf.owner = ta
+        return ta.buf, ta
+
+    def _light_finish(self, m: Any) -> None:
+        """A step-finish/finish frame read with the light decoder."""
+        run = self._run(m.runId if m.runId is not UNSET else None, UNSET)
+        fields = _finish_fields(m.payload)
+        if m.type == "step-finish":
+            run.step_finish(*fields)
+        else:
+            run.finish(fields[0], fields[2], fields[5])
+
+    def _invalid(self, inv: Any) -> None:
+        self.invalid_frames.append(inv)
+
+    # -- dispatch ------------------------------------------------------------------------------
+    def _run(self, run_id: Any, from_: Any) -> _Run:
+        if run_id is UNSET or run_id is None:
+            run = self._current
+            if run is None:
+                run = self._current = self._runs[None] = _Run(self, None, from_)
+                self._main = self._main or run
+            return run
+        run = self._runs.get(run_id)
+        if run is None:
+            run = self._runs[run_id] = _Run(self, run_id, from_)
+            if self._main is None or self._main.run_id is None and not self._main.seq:
+                self._main = run
+        self._current = run
+        return run
+
+    def _other(self, chunk: Any) -> None:
+        t = getattr(chunk, "type", None) or type(chunk).__struct_config__.tag
+        run_id = getattr(chunk, "runId", UNSET)
+        run = self._run(run_id, getattr(chunk, "from_", UNSET))
+        p = getattr(chunk, "payload", UNSET)
+        if t == "text-start":
+            if p.providerMetadata is not UNSET:
+                run.text_pm[p.id] = p.providerMetadata
+        elif t == "text-end":
+            part = run.open_text.pop(p.id, None)
+            if part is not None:
+                if p.providerMetadata is not UNSET:
+                    part.pm = p.providerMetadata
+                part.open = False
+                part.seal()
+            run.text_pm.pop(p.id, None)
+        elif t == "reasoning-start":
+            part = run.reasoning_part(p.id, p.providerMetadata, True)
+            pm = _v(p.providerMetadata)
+            if isinstance(pm, dict) and any(isinstance(v, dict) and "redactedData" in v for v in pm.values()):
+                part.redacted = True
+                part.listed = True
+                run.seq.append(("span", part))
+        elif t == "reasoning-end":
+            part = run.open_reasoning.pop(p.id, None)
+            if part is None:   # an end with no open part: a part of its own, not a reasoning entry
+                part = _Part("reasoning", p.id, run.rbuf, p.providerMetadata)
+            if p.providerMetadata is not UNSET:
+                part.pm = p.providerMetadata
+            if not part.listed:   # no delta: Mastra keeps an empty reasoning part
+                part.listed = True
+                run.seq.append(("span", part))
+            part.open = False
+            part.seal()
+        elif t == "redacted-reasoning":
+            part = run.reasoning_part(getattr(p, "id", None), getattr(p, "providerMetadata", UNSET), True)
+            run.open_reasoning.pop(part.id, None)
+            part.redacted = part.listed = True
+            part.open = False
+            run.seq.append(("span", part))
+        elif t == "step-start":
+            run.step_start(_v(getattr(p, "warnings", UNSET)))
+        elif t == "step-finish":
+            run.step_finish(*_finish_fields(p))
+        elif t == "finish":
+            f = _finish_fields(p)
+            run.finish(f[0], f[2], f[5])
+        elif t == "tool-call-input-streaming-start":
+            run.tool_args_for(p.toolCallId, _v(p.toolName), p)
+        elif t == "tool-call-input-streaming-end":
+            ta = run.tool_args.get(p.toolCallId)
+            if ta is not None and p.toolCallId not in run.tool_calls:
+                run.tool_call(self._synthetic_call(run, ta), p.toolCallId)
+        elif t == "tool-call":
+            run.tool_call(chunk, p.toolCallId)
+        elif t == "tool-result":
+            run.tool_results.append(chunk)
+            st = run.step()
+            st.tool_result_ids.append(p.toolCallId)
+            st.tool = run.any_tool = True
+        elif t == "tool-error":
+            run.tool_errors.append(chunk)
+            run.step().tool = run.any_tool = True
+        elif t == "tool-output":
+            self._nested(run, _v(p.output))
+        elif t == "source":
+            run.sources.append(chunk)
+            run.step().sources.append(chunk)
+            run.seq.append(("source", chunk))
+        elif t == "file":
+            run.files.append(chunk)
+            run.step().files.append(chunk)
+            run.seq.append(("file", chunk))
+        elif t == "object-result":
+            run.object = _v(chunk.object)
+            run.object_set = True
+        elif t == "error":
+            run.error = _error_value(_v(p.error))
+            run.terminate("error", "failed", "error")
+        elif t == "abort":
+            run.terminate("abort", "canceled", "aborted")
+        elif t == "tripwire":
+            run.tripwire = msgspec.to_builtins(p) if isinstance(p, msgspec.Struct) else p
+            run.terminate("tripwire", None, "other")
+        elif t in ("tool-call-approval", "tool-call-suspended"):
+            run.suspend_payload = msgspec.to_builtins(p) if isinstance(p, msgspec.Struct) else p
+            run.terminate("suspended", "suspended", "suspended")
+        elif isinstance(chunk, _c.DataChunk):
+            if chunk.transient is not True:
+                run.seq.append(("data", chunk))
+
+    def _synthetic_call(self, run: _Run, ta: _ToolArgs) -> Any:
+        """The tool-call Mastra emits at tool-call-input-streaming-end."""
+        kw: Dict[str, Any] = {"toolCallId": ta.id, "toolName": ta.name or "",
+                              "args": parse_args(_utf8(ta.buf.data))}
+        s = ta.start
+        if s is not None:
+            for k in ("providerExecuted", "providerMetadata", "dynamic", "title"):
+                val = getattr(s, k, UNSET)
+                if val is not UNSET:
+                    kw[k] = val
+        return _c.ToolCall(runId=run.run_id if run.run_id is not None else UNSET, from_=run.from_,
+                           payload=_c.ToolCallPayload(**kw))
+
+    def _nested(self, parent: _Run, out: Any) -> None:
+        """A sub-agent's chunk carried in tool-output belongs to its own run, not the parent's."""
+        if not isinstance(out, dict) or not isinstance(out.get("type"), str):
+            return
+        rid = out.get("runId")
+        if not isinstance(rid, str) or rid == parent.run_id or "from" not in out:
+            return
+        try:
+            chunk = convert_item(out)
+        except (DecodeError, ValueError, TypeError):
+            return
+        current, main = self._current, self._main
+        self.add(chunk)
+        self._runs[rid].nested = True
+        self._current, self._main = current, main
+
+    # -- output ------------------------------------------------------------------------------
+    def result(self, run_id: Any = UNSET) -> RunOutput:
+        """The main run (the first top-level run seen), or the run with this id, as it stands."""
+        if run_id is UNSET:
+            run = self._main
+        else:
+            run = self._runs.get(run_id)
+            if run is None:
+                raise KeyError(f"no run with runId {run_id!r}")
+        if run is None:
+            run = _Run(self, None, UNSET)
+        out = run.result()
+        if run is self._main:
+            out.invalid_frames = list(self.invalid_frames)
+        return out
+
+    def results(self) -> Dict[Any, RunOutput]:
+        """Every run seen, by runId (None for chunks before any runId), in first-seen order."""
+        return {rid: run.result() for rid, run in self._runs.items()}
+
+    def run_ids(self) -> List[Any]:
+        return list(self._runs)
+
+    def partial_args(self, tool_call_id: str) -> Any:
+        """Best-effort parse of the argument JSON received so far for a tool call (None if none).
+
+        Each call parses only what arrived since the previous call."""
+        ta = self._tool_args.get(tool_call_id)
+        if ta is None:
+            return None
+        if ta.parser is None:
+            ta.parser = PartialJSON()
+        data = ta.buf.data
+        if len(data) > ta.fed:
+            new = bytes(data[ta.fed:])
+            cut = _complete_utf8(new)
+            ta.parser.feed(new[:cut].decode("utf-8", "surrogatepass"))
+            ta.fed += cut
+        return ta.parser.value()
+
+    def buffer(self, kind: str = "text", run_id: Any = UNSET) -> memoryview:
+        """The UTF-8 bytes accumulated so far as a read-only memoryview, without copying:
+        kind "text" or "reasoning" for a run (the main run by default), or a toolCallId for that
+        call's argument JSON."""
+        if kind in ("text", "reasoning"):
+            run = self._main if run_id is UNSET else self._runs.get(run_id)
+            if run is None:
+                return memoryview(b"")
+            buf = run.text if kind == "text" else run.rbuf
+        else:
+            ta = self._tool_args.get(kind)
+            if ta is None:
+                raise KeyError(f"no tool call {kind!r}")
+            buf = ta.buf
+        return buf.view()
+
+
+def accumulate_chunks(acc_cls: Any, chunks: Iterable[Any]) -> Iterator[RunOutput]:
+    acc = acc_cls()
+    for c in chunks:
+        acc.add(c)
+    yield from acc.results().values()
