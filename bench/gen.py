@@ -80,6 +80,25 @@ def frames(runs: int = 20, deltas: int = 300, seed: int = 7) -> list[bytes]:
     return out
 
 
+def interleaved(runs: int = 20, deltas: int = 300, seed: int = 7) -> list[bytes]:
+    """runs runs whose frames are interleaved at random, each run's frames in order: a log
+    written by a server handling runs concurrently."""
+    rng = random.Random(seed)
+    queues = [run_frames(rng, deltas) for _ in range(runs)]
+    pos = [0] * runs
+    live = list(range(runs))
+    out: list[bytes] = []
+    while live:
+        k = rng.randrange(len(live))
+        r = live[k]
+        out.append(queues[r][pos[r]])
+        pos[r] += 1
+        if pos[r] == len(queues[r]):
+            live[k] = live[-1]
+            live.pop()
+    return out
+
+
 def framed(fr: list[bytes], framing: str) -> bytes:
     if framing == "sse":
         return b"".join(b"data: " + f + b"\n\n" for f in fr) + b"data: [DONE]\n\n"

@@ -203,10 +203,17 @@ class PartialJSON:
                         self.esc += ch
                         if self.esc[1] != "u" or len(self.esc) == 6:
                             try:
-                                self.tok.append(json.loads('"' + self.esc + '"'))
+                                ch = json.loads('"' + self.esc + '"')
                             except ValueError:
                                 self.failed = True
                                 return
+                            prev = self.tok[-1] if self.tok else ""
+                            if "\udc00" <= ch <= "\udfff" and prev and "\ud800" <= prev[-1] <= "\udbff":
+                                # the second half of a surrogate pair escaped as two \u escapes
+                                pair = (prev[-1] + ch).encode("utf-16", "surrogatepass").decode("utf-16")
+                                self.tok[-1] = prev[:-1] + pair
+                            else:
+                                self.tok.append(ch)
                             self.esc = ""
                         j += 1
                         continue

@@ -1,0 +1,294 @@
+"""Accumulation rules beyond the recorded scenarios: interleaved runs, id reuse, live tool
+arguments, nested sub-runs, buffers, errors.  Each runs through add() and feed() on both paths."""
+
+import json
+import random
+
+import msgspec
+import pytest
+
+from conftest import CORPUS
+from test_accumulate import CHUNK_FILES, _check
+
+RUN = "run-1"
+
+
+def line(type_, payload=None, run=RUN, **top):
+    d = {"type": type_}
+    if run is not None:
+        d["runId"] = run
+        d["from"] = "AGENT"
+    if payload is not None:
+        d["payload"] = payload
+    d.update(top)
+    return json.dumps(d, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def ways(codec, lines):
+    """The main run's result through add(), feed() whole and feed() a byte at a time."""
+    data = b"".join(ln + b"\n" for ln in lines)
+    a = codec.Accumulator()
+    for c in codec.iter_chunks(data, "ndjson"):
+        a.add(c)
+    b = codec.Accumulator("ndjson")
+    b.feed(data)
+    b.close()
+    c = codec.Accumulator("ndjson")
+    for i in range(len(data)):
+        c.feed(data[i:i + 1])
+    c.close()
+    outs = [x.result() for x in (a, b, c)]
+    assert outs[0].to_mastra() == outs[1].to_mastra() == outs[2].to_mastra()
+    assert outs[0].parts == outs[1].parts == outs[2].parts
+    return outs[1]
+
+
+def text_delta(id_, text, run=RUN):
+    return line("text-delta", {"id": id_, "text": text}, run)
+
+
+def test_interleaved_corpus_runs_demultiplex(codec):
+    """All 21 scenarios interleaved at random in one log: every run still matches Mastra.  A
+    chunk without runId (tripwire, data-*, background tasks) stays right after the chunk before it
+    in its own stream: it is attributed to the run of the chunk before it."""
+    rng = random.Random(3)
+    queues = []
+    for path in CHUNK_FILES:
+        groups = []
+        for ln in path.read_bytes().split(b"\n"):
+            if not ln:
+                continue
+            if b'"runId"' in ln[:40] or not groups:
+                groups.append([ln])
+            else:
+                groups[-1].append(ln)
+        queues.append(groups)
+    out = []
+    while queues:
+        q = rng.choice(queues)
+        out += q.pop(0)
+        if not q:
+            queues.remove(q)
+    runs = codec.accumulate(b"\n".join(out) + b"\n")
+    assert len(runs) == len(CHUNK_FILES)
+    by_id = {r.run_id: r for r in runs}
+    for path in CHUNK_FILES:
+        rid = json.loads(path.read_bytes().split(b"\n")[0])["runId"]
+        _check(by_id[rid], path)
+
+
+def test_text_id_reappearing_opens_a_new_part(codec):
+    r = ways(codec, [
+        line("text-start", {"id": "0"}), text_delta("0", "a"), line("text-end", {"type": "text-end", "id": "0"}),
+        text_delta("0", "b"), text_delta("0", "c"), line("text-end", {"type": "text-end", "id": "0"}),
+    ])
+    assert r.text == "abc"
+    assert [p["text"] for p in r.parts if p["type"] == "text"] == ["a", "bc"]
+
+
+def test_interleaved_text_ids_keep_arrival_order_for_text_and_own_text_per_part(codec):
+    r = ways(codec, [text_delta("a", "1"), text_delta("b", "2"), text_delta("a", "3"), text_delta("b", "4"),
+                     text_delta("a", "5")])
+    assert r.text == "12345"
+    assert [p["text"] for p in r.parts] == ["135", "24"]
+
+
+def test_unicode_and_escapes_survive_the_byte_path(codec):
+    s = 'é世界🎉\n\t"\\\u2028\x00\x1f'
+    r = ways(codec, [text_delta("t", s[:3]), text_delta("t", s[3:])])
+    assert r.text == s
+
+
+def test_empty_text_part_dropped_unless_it_has_provider_metadata(codec):
+    r = ways(codec, [
+        text_delta("a", ""), line("text-end", {"type": "text-end", "id": "a"}),
+        line("text-delta", {"id": "b", "providerMetadata": {"g": {"sig": "x"}}, "text": ""}),
+    ])
+    assert r.parts == [{"type": "text", "text": "", "providerMetadata": {"g": {"sig": "x"}}}]
+
+
+def test_reasoning_signature_last_seen_wins_and_empty_reasoning_kept(codec):
+    r = ways(codec, [
+        line("reasoning-start", {"id": "r", "providerMetadata": {"anthropic": {"signature": ""}}}),
+        line("reasoning-delta", {"id": "r", "text": "think"}),
+        line("reasoning-delta", {"id": "r", "providerMetadata": {"anthropic": {"signature": "S"}}, "text": ""}),
+        line("reasoning-end", {"id": "r"}),
+        line("reasoning-start", {"id": "e"}), line("reasoning-end", {"id": "e"}),
+    ])
+    assert r.reasoning_text == "think"
+    assert [e["payload"] for e in r.reasoning] == [
+        {"id": "r", "providerMetadata": {"anthropic": {"signature": "S"}}, "text": "think"}, {"id": "e", "text": ""}]
+    assert [p["reasoning"] for p in r.parts] == ["think", ""]
+
+
+def test_no_reasoning_is_undefined_not_empty(codec):
+    assert ways(codec, [text_delta("t", "x")]).reasoning_text is None
+    assert ways(codec, [line("reasoning-delta", {"id": "r", "text": ""})]).reasoning_text == ""
+
+
+def test_tool_arguments_streamed_parsed_at_end_and_later_call_authoritative(codec):
+    tc = "call_1"
+    start = line("tool-call-input-streaming-start", {"toolCallId": tc, "toolName": "w", "providerExecuted": True})
+    deltas = [line("tool-call-delta", {"argsTextDelta": d, "toolCallId": tc, "toolName": "w"})
+              for d in ('{"ci', 'ty":"Pa', 'ris"}')]
+    end = line("tool-call-input-streaming-end", {"toolCallId": tc})
+    r = ways(codec, [start, *deltas, end])
+    assert [msgspec.to_builtins(c)["payload"] for c in r.tool_calls] == [
+        {"toolCallId": tc, "toolName": "w", "args": {"city": "Paris"}, "providerExecuted": True}]
+    real = line("tool-call", {"toolCallId": tc, "toolName": "w", "args": {"city": "Lyon"}})
+    r = ways(codec, [start, *deltas, end, real])
+    assert [c.payload.args for c in r.tool_calls] == [{"city": "Lyon"}]
+
+
+def test_unparseable_tool_arguments_fall_back_to_empty_object(codec):
+    r = ways(codec, [line("tool-call-delta", {"argsTextDelta": "{oops", "toolCallId": "c", "toolName": "w"}),
+                     line("tool-call-input-streaming-end", {"toolCallId": "c"})])
+    assert r.tool_calls[0].payload.args == {}
+
+
+def test_tool_result_without_a_call_is_kept(codec):
+    r = ways(codec, [line("tool-result", {"toolCallId": "x", "toolName": "w", "result": 1})])
+    assert [c.payload.toolCallId for c in r.tool_results] == ["x"]
+    assert r.tool_calls == []
+
+
+def test_text_is_the_last_steps_once_a_step_had_tools(codec):
+    r = ways(codec, [
+        line("step-start", {}), text_delta("t0", "before "),
+        line("tool-call", {"toolCallId": "c", "toolName": "w", "args": {}}),
+        line("step-finish", {"stepResult": {"reason": "tool-calls"}, "output": {"usage": {}}}),
+        line("step-start", {}), text_delta("t1", "after"),
+    ])
+    assert r.text == "after"
+    assert [s.text for s in r.steps] == ["before "]
+
+
+def test_usage_sums_steps_keeps_last_raw_and_a_missing_total_stays_missing(codec):
+    def fin(usage):
+        return line("step-finish", {"stepResult": {"reason": "stop"}, "output": {"usage": usage}})
+    r = ways(codec, [fin({"inputTokens": 1, "outputTokens": 2, "totalTokens": 3, "reasoningTokens": 1, "raw": "a"}),
+                     fin({"inputTokens": 10, "outputTokens": 20, "raw": "b"})])
+    assert r.usage == {"inputTokens": 11, "outputTokens": 22, "reasoningTokens": 1, "raw": "b"}
+    assert r.total_usage == {"inputTokens": 11, "outputTokens": 22, "totalTokens": 33, "reasoningTokens": 1,
+                             "raw": "b"}
+
+
+def test_result_mid_stream_reflects_what_arrived(codec):
+    acc = codec.Accumulator("ndjson")
+    acc.feed(text_delta("t", "Hel") + b"\n")
+    assert acc.result().text == "Hel" and acc.result().status == "running"
+    acc.feed(text_delta("t", "lo") + b"\n" + line("text-end", {"type": "text-end", "id": "t"})[:20])
+    assert acc.result().text == "Hello"
+    assert bytes(acc.buffer("text")) == b"Hello"
+
+
+def test_buffer_is_a_read_only_view_and_survives_more_input(codec):
+    acc = codec.Accumulator("ndjson")
+    acc.feed(text_delta("t", "ab") + b"\n")
+    view = acc.buffer("text")
+    assert view.readonly and bytes(view) == b"ab"
+    with pytest.raises(TypeError):
+        view[0] = 0
+    acc.feed(text_delta("t", "cé") + b"\n")
+    assert bytes(view) == b"ab"
+    assert bytes(acc.buffer("text")) == "abcé".encode()
+    assert acc.result().text == "abcé"
+
+
+def test_nested_sub_agent_chunks_do_not_leak_into_the_parent(codec):
+    sub = {"type": "text-delta", "runId": "sub", "from": "AGENT", "payload": {"id": "s", "text": "inner"}}
+    r_lines = [text_delta("t", "outer"),
+               line("tool-output", {"output": sub, "toolCallId": "c", "toolName": "agent"})]
+    r = ways(codec, r_lines)
+    assert r.text == "outer" and r.run_id == RUN
+    runs = {x.run_id: x for x in codec.accumulate(b"\n".join(r_lines))}
+    assert runs["sub"].text == "inner" and runs[RUN].text == "outer"
+
+
+def test_chunks_without_run_id_go_to_the_run_before_them(codec):
+    runs = codec.accumulate(b"\n".join([
+        text_delta("t", "a", run="A"), text_delta("t", "b", run="B"),
+        line("tripwire", {"reason": "no"}, run=None),
+    ]))
+    by = {r.run_id: r for r in runs}
+    assert by["B"].tripwire == {"reason": "no"} and by["A"].tripwire is None
+
+
+def test_parts_follow_build_messages_from_chunks(codec):
+    path = CORPUS / "chunks" / "c_tool_call_roundtrip.jsonl"
+    acc = codec.Accumulator()
+    acc.feed(path.read_bytes())
+    parts = acc.result().parts
+    assert [p["type"] for p in parts] == ["text", "tool-invocation", "step-start", "text"]
+    inv = parts[1]["toolInvocation"]
+    assert inv["state"] == "result" and inv["args"] == {"city": "Paris", "unit": "c"}
+    assert inv["result"]["tempC"] == 21.5
+    path = CORPUS / "chunks" / "e_tool_error.jsonl"
+    acc = codec.Accumulator()
+    acc.feed(path.read_bytes())
+    inv = [p for p in acc.result().parts if p["type"] == "tool-invocation"][0]["toolInvocation"]
+    assert inv["state"] == "output-error" and inv["errorText"]
+
+
+def test_bad_frame_strict_raises_with_position_after_taking_what_came_before(codec):
+    acc = codec.Accumulator("ndjson")
+    data = text_delta("t", "ok") + b"\n" + b'{"type":"text-delta",oops}\n'
+    from chunkcodec import DecodeError
+    with pytest.raises(DecodeError) as ei:
+        acc.feed(data)
+    assert ei.value.frame_index == 1 and ei.value.pos == len(text_delta("t", "ok")) + 1 + 21
+    assert acc.result().text == "ok"
+
+
+def test_bad_frame_keep_mode_records_it_and_carries_on(codec):
+    acc = codec.Accumulator("ndjson", errors="keep")
+    acc.feed(text_delta("t", "a") + b"\n\xff\xfe\n" + text_delta("t", "b") + b"\n")
+    acc.close()
+    r = acc.result()
+    assert r.text == "ab"
+    assert [f.frame_index for f in r.invalid_frames] == [1]
+
+
+def test_truncated_stream_raises_on_close(codec):
+    from chunkcodec import TruncatedError
+    acc = codec.Accumulator("ndjson")
+    acc.feed(text_delta("t", "a") + b"\n" + text_delta("t", "b")[:-3])
+    with pytest.raises(TruncatedError):
+        acc.close()
+    assert acc.result().text == "a"
+
+
+@pytest.mark.parametrize("text,prefixes", [
+    ('{"city":"Paris","n":[1,2.5,true,null],"o":{"k":"v"}}', {
+        '{"ci': {}, '{"city":"Pa': {"city": "Pa"}, '{"city":"Paris","n":[1,2': {"city": "Paris", "n": [1, 2]},
+        '{"city":"Paris","n":[1,2.5,tr': {"city": "Paris", "n": [1, 2.5, True]},
+        '{"city":"Paris","n":[1,2.5,true,null],"o":{': {"city": "Paris", "n": [1, 2.5, True, None], "o": {}},
+    }),
+    ('{"s":"a\\"b\\u00e9\\ud83d\\ude00"}', {'{"s":"a\\"b\\u00': {"s": 'a"b'}, '{"s":"a\\"b\\u00e9': {"s": 'a"bé'}}),
+])
+def test_partial_args_closes_what_is_open(codec, text, prefixes):
+    for cut in range(1, len(text) + 1):
+        acc = codec.Accumulator("ndjson")
+        # arrive in two deltas; partial_args is asked after each, so the parser sees the text in two pieces
+        mid = cut // 2
+        acc.feed(line("tool-call-delta", {"argsTextDelta": text[:mid], "toolCallId": "c", "toolName": "w"}) + b"\n")
+        acc.partial_args("c")
+        acc.feed(line("tool-call-delta", {"argsTextDelta": text[mid:cut], "toolCallId": "c", "toolName": "w"}) + b"\n")
+        got = acc.partial_args("c")
+        if text[:cut] in prefixes:
+            assert got == prefixes[text[:cut]], text[:cut]
+        if cut == len(text):
+            assert got == json.loads(text)
+
+
+def test_partial_args_reads_only_new_bytes(codec, monkeypatch):
+    from chunkcodec import _accum
+    seen = []
+    orig = _accum.PartialJSON.feed
+    monkeypatch.setattr(_accum.PartialJSON, "feed", lambda self, t: (seen.append(len(t)), orig(self, t))[1])
+    acc = codec.Accumulator("ndjson")
+    for piece in ['{"a":"', "x" * 1000, '","b":', "1}"]:
+        acc.feed(line("tool-call-delta", {"argsTextDelta": piece, "toolCallId": "c", "toolName": "w"}) + b"\n")
+        acc.partial_args("c")
+    assert seen == [6, 1000, 6, 2]
+    assert acc.partial_args("c") == {"a": "x" * 1000, "b": 1}
