@@ -292,3 +292,62 @@ def test_partial_args_reads_only_new_bytes(codec, monkeypatch):
         acc.partial_args("c")
     assert seen == [6, 1000, 6, 2]
     assert acc.partial_args("c") == {"a": "x" * 1000, "b": 1}
+
+
+def _bench_module(name):
+    import importlib
+    import pathlib
+    import sys
+    bench = str(pathlib.Path(__file__).parent.parent / "bench")
+    if bench not in sys.path:
+        sys.path.insert(0, bench)
+    return importlib.import_module(name)
+
+
+def test_generated_log_of_interleaved_runs_gives_each_runs_truth(codec):
+    """Each run of a generated log, interleaved frame by frame with 59 others, accumulates to what
+    a plain json.loads accumulator finds for it, and to what the run gives alone."""
+    gen, baselines = _bench_module("gen"), _bench_module("baselines")
+    frames = gen.interleaved(60, 40, seed=11)
+    data = gen.framed(frames, "sse")
+    runs = codec.accumulate(data)
+    assert len(runs) == 60
+    truth = baselines.baseline_answer(baselines.json_ndjson(gen.framed(frames, "ndjson")))
+    assert baselines.chunkcodec_answer(runs) == truth
+    alone = codec.accumulate(gen.framed(gen.frames(1, 40, seed=11), "ndjson"))[0]
+    assert alone.run_id in {r.run_id for r in runs}
+    for r in runs:
+        assert r.status == "success" and r.finish_reason == "stop" and len(r.steps) == 2
+        assert len(r.tool_calls) == 1 and r.tool_calls[0].payload.args == {"city": "Paris, Île-de-France"}
+
+
+def test_more_runs_than_route_slots_native_equals_reference(both):
+    """Thousands of interleaved (run, id) pairs: the native route cache evicts and re-routes."""
+    rng = random.Random(5)
+    lines = []
+    for i in range(6000):
+        r = rng.randrange(3000)
+        kind = rng.randrange(3)
+        if kind == 0:
+            lines.append(text_delta(f"t{r % 3}", f"{i} ", run=f"r{r}"))
+        elif kind == 1:
+            lines.append(line("reasoning-delta", {"id": "x", "text": f"{i}"}, run=f"r{r}"))
+        else:
+            lines.append(line("tool-call-delta", {"argsTextDelta": f"{i},", "toolCallId": f"c{r}", "toolName": "w"},
+                              run=f"r{r}"))
+        if rng.random() < 0.05:
+            lines.append(line("text-end", {"type": "text-end", "id": f"t{r % 3}"}, run=f"r{r}"))
+    data = b"\n".join(lines) + b"\n"
+    native, reference = both
+    accs = []
+    for api in both:
+        acc = api.Accumulator("ndjson")
+        acc.feed(data)
+        acc.close()
+        accs.append(acc)
+    a, b = ([msgspec.to_builtins(x) for x in acc.results().values()] for acc in accs)
+    assert a == b and len(a) > 2500
+    calls = {f"c{r}" for r in range(3000)} & set(accs[1]._tool_args)
+    assert len(calls) > 1000
+    for c in calls:
+        assert bytes(accs[0].buffer(c)) == bytes(accs[1].buffer(c))

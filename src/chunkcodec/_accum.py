@@ -1131,6 +1131,19 @@ class AccumulatorBase:
         """Every run seen, by runId (None for chunks before any runId), in first-seen order."""
         return {rid: run.result() for rid, run in self._runs.items()}
 
+    def pop_results(self) -> Iterator[RunOutput]:
+        """Every run's RunOutput, in first-seen order, dropping each run's buffers once its
+        output is made: the way to collect many runs without holding both."""
+        while self._runs:
+            rid = next(iter(self._runs))
+            out = self.result(rid)
+            run = self._runs.pop(rid)
+            for ta in run.tool_args:
+                self._tool_args.pop(ta, None)
+            if self._current is run:
+                self._current = None
+            yield out
+
     def run_ids(self) -> List[Any]:
         return list(self._runs)
 

@@ -146,4 +146,4 @@ class Api:
             else:
                 acc.feed(piece)
         acc.close()
-        return list(acc.results().values())
+        return list(acc.pop_results())

@@ -14,6 +14,7 @@ from cpython.buffer cimport PyBuffer_FillInfo
 from cpython.object cimport PyObject
 from cpython.ref cimport Py_DECREF
 from libc.string cimport memcpy, memcmp, memchr, strlen
+from libc.stdint cimport uint64_t
 
 from chunkcodec._cdefs cimport *
 
@@ -215,7 +216,7 @@ cdef inline void _set_raw(object chunk, object raw) except *:
 
 cdef object _decode_finish_light = _accum.decode_finish_light
 cdef tuple _FINISH_PREFIXES = _accum.FINISH_PREFIXES
-DEF MAX_ROUTES = 65536
+DEF ROUTE_SLOTS = 1024
 
 
 @cython.final
@@ -255,6 +256,16 @@ cdef class DeltaBuf:
         return 0
 
 
+cdef inline uint64_t _tail8(const cc_str_t* s):
+    # the last (up to) 8 bytes of a field: where uuids and numbered ids differ
+    cdef uint64_t v = 0
+    if s.len >= 8:
+        memcpy(&v, s.p + s.len - 8, 8)
+    elif s.len:
+        memcpy(&v, s.p, s.len)
+    return v
+
+
 cdef inline bint _same(bytes b, const cc_str_t* s):
     return b is not None and PyBytes_GET_SIZE(b) == <Py_ssize_t>s.len and \
         memcmp(PyBytes_AS_STRING(b), s.p, s.len) == 0
@@ -287,11 +298,8 @@ cdef class StreamDecoder:
     cdef list _cache           # last (raw bytes, str) per hot string field
     # Accumulator mode (_sink): delta frames go straight into the sink's buffers
     cdef object _sink
-    cdef dict _routes          # type byte + runId + NUL + id (raw bytes) -> (DeltaBuf, owner, run)
-    cdef int _last_type
-    cdef bytes _last_run_raw, _last_key_raw
-    cdef DeltaBuf _last_buf
-    cdef object _last_owner
+    cdef list _rcache          # ROUTE_SLOTS x (runId raw, id raw, DeltaBuf, owner, run) or None
+    cdef uint64_t _rhash[ROUTE_SLOTS]   # the full hash of each slot's (type, runId, id)
     cdef object _cur_run       # the run the sink was last told is current
 
     def __init__(self, framing="auto", *, max_frame_bytes=DEFAULT_MAX_FRAME_BYTES,
@@ -317,8 +325,7 @@ cdef class StreamDecoder:
         self.done = False
         self._cache = [None] * (2 * CC_F_COUNT)
         self._sink = _sink
-        self._routes = {}
-        self._last_type = 0
+        self._rcache = [None] * ROUTE_SLOTS if _sink is not None else None
         self._cur_run = None
 
     @property
@@ -553,7 +560,6 @@ cdef class StreamDecoder:
             self._sink_hot(&hot)
             return
         self._cur_run = None
-        self._last_buf = None
         span = _span(owner, start, length)
         if length > 20 and p[0] == b'{' and (p[9] == b's' or p[9] == b'f'):
             for prefix in _FINISH_PREFIXES:
@@ -573,40 +579,30 @@ cdef class StreamDecoder:
         self._sink.add(chunk)
 
     cdef int _sink_hot(self, cc_hot_t* h) except -1:
+        # (type, runId, id) -> the buffer to append to, through a direct-mapped cache of the
+        # routes the sink gave: a hit costs a hash of the raw bytes and two memcmp, no object.
         cdef bint tool = h.type == CC_HOT_TOOL_CALL_DELTA
         cdef const cc_str_t* run = &h.f[CC_F_RUN_ID]
         cdef const cc_str_t* key = &h.f[CC_F_TOOL_CALL_ID] if tool else &h.f[CC_F_ID]
         cdef const cc_str_t* body = &h.f[CC_F_ARGS_TEXT_DELTA] if tool else &h.f[CC_F_TEXT]
-        cdef DeltaBuf buf = self._last_buf
-        cdef bytes k
-        cdef char* kp
+        cdef uint64_t hv = (_tail8(run) * 0x9E3779B97F4A7C15ULL) ^ (_tail8(key) * 0xC2B2AE3D27D4EB4FULL) \
+            ^ ((<uint64_t>run.len << 40) | (<uint64_t>key.len << 8) | <uint64_t>h.type)
+        hv ^= hv >> 31
+        cdef Py_ssize_t slot = <Py_ssize_t>(hv & (ROUTE_SLOTS - 1))
+        cdef object e = self._rcache[slot]
         cdef tuple r
-        if buf is None or h.type != self._last_type or buf.owner is not self._last_owner or \
-                not _same(self._last_key_raw, key) or not _same(self._last_run_raw, run):
-            k = PyBytes_FromStringAndSize(NULL, run.len + key.len + 2)
-            kp = PyBytes_AS_STRING(k)
-            kp[0] = <char>h.type
-            if run.len:
-                memcpy(kp + 1, run.p, run.len)
-            kp[run.len + 1] = 0
-            if key.len:
-                memcpy(kp + run.len + 2, key.p, key.len)
-            r = self._routes.get(k)
-            if r is None or (<DeltaBuf>r[0]).owner is not r[1]:
-                r = self._route(h, tool)
-                if len(self._routes) >= MAX_ROUTES:
-                    self._routes.clear()
-                self._routes[k] = r
-            buf = <DeltaBuf>r[0]
-            self._last_buf = buf
-            self._last_owner = r[1]
-            self._last_type = h.type
-            self._last_run_raw = PyBytes_FromStringAndSize(run.p, run.len) if run.p != NULL else b""
-            self._last_key_raw = PyBytes_FromStringAndSize(key.p, key.len)
-            if r[2] is not self._cur_run:
-                self._sink._current = r[2]
-                self._cur_run = r[2]
-        buf.append_str(body)
+        if e is None or self._rhash[slot] != hv or not _same(<bytes>(<tuple>e)[0], run) or \
+                not _same(<bytes>(<tuple>e)[1], key) or (<DeltaBuf>(<tuple>e)[2]).owner is not (<tuple>e)[3]:
+            r = self._route(h, tool)
+            e = (PyBytes_FromStringAndSize(run.p, run.len) if run.p != NULL else b"",
+                 PyBytes_FromStringAndSize(key.p, key.len), r[0], r[1], r[2])
+            self._rcache[slot] = e
+            self._rhash[slot] = hv
+        r = <tuple>e
+        if r[4] is not self._cur_run:
+            self._sink._current = r[4]
+            self._cur_run = r[4]
+        (<DeltaBuf>r[2]).append_str(body)
         return 0
 
     cdef tuple _route(self, cc_hot_t* h, bint tool):
