@@ -174,9 +174,14 @@ def main(argv=None):
         return
     print(f"data: {info['frames']} frames, {info['ndjson_mb']} MB as NDJSON, {info['delta_frames']} delta "
           f"chunks ({info['delta_byte_share']:.0%} of the bytes); chunkcodec path: {info['implementation']}")
+    run_table(rows, info, args.repeat, args.json)
+
+
+def run_table(rows, info, repeat, json_path=None, width=45):
+    """Time the rows in interleaved rounds; print each with its ratio to its baseline row."""
     results, by_name = [], {}
     group = None
-    timings = timeit_rounds([r[2] for r in rows], args.repeat)
+    timings = timeit_rounds([r[2] for r in rows], repeat)
     for (grp, name, fn, base, mb), (best, med) in zip(rows, timings):
         by_name[(grp, name)] = med
         ratio = by_name[(grp, base)] / med if base else None
@@ -186,9 +191,9 @@ def main(argv=None):
             print(f"\n{grp}")
             group = grp
         extra = f"{ratio:6.2f}x vs {base}" if base else ""
-        print(f"  {name:45s} {med * 1e3:9.2f} ms {mb / med:8.1f} MB/s  {extra}")
-    if args.json:
-        pathlib.Path(args.json).write_text(json.dumps({"info": info, "results": results}, indent=1))
+        print(f"  {name:{width}s} {med * 1e3:9.2f} ms {mb / med:8.1f} MB/s  {extra}")
+    if json_path:
+        pathlib.Path(json_path).write_text(json.dumps({"info": info, "results": results}, indent=1))
 
 
 if __name__ == "__main__":

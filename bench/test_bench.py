@@ -64,3 +64,18 @@ def test_encode_chunkcodec(benchmark):
     enc = chunkcodec.Encoder("sse")
     out = benchmark(lambda: [enc.encode(c) for c in DECODED])
     assert b"".join(out) == SSE[: -len(b"data: [DONE]\n\n")]
+
+
+@pytest.mark.benchmark(group="accumulate")
+def test_accumulate_msgspec_baseline(benchmark):
+    import baselines
+    nd = gen.framed(gen.interleaved(10, 300), "ndjson")
+    assert len(benchmark(baselines.msgspec_ndjson, nd)) == 10
+
+
+@pytest.mark.benchmark(group="accumulate")
+def test_accumulate_chunkcodec(benchmark):
+    import baselines
+    nd = gen.framed(gen.interleaved(10, 300), "ndjson")
+    runs = benchmark(chunkcodec.accumulate, nd)
+    assert baselines.chunkcodec_answer(runs) == baselines.baseline_answer(baselines.msgspec_ndjson(nd))

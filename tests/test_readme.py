@@ -25,15 +25,26 @@ def test_setup_commands_are_what_ci_runs():
         assert cmd in ci, f"README command not run by .ci/run: {cmd}"
 
 
+def _block(marker):
+    found = [b for b in _blocks("python") if marker in b]
+    assert len(found) == 1, marker
+    return found[0]
+
+
 def test_quickstart_runs(monkeypatch):
     monkeypatch.chdir(ROOT)
-    code = _blocks("python")[1]
-    assert "StreamDecoder" in code
+    code = _block("dec = chunkcodec.StreamDecoder()")
     exec(compile(code, "README quickstart", "exec"), {})
 
 
+def test_accumulation_example_runs(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    code = _block("chunkcodec.Accumulator()")
+    exec(compile(code, "README accumulation", "exec"), {})
+
+
 def test_error_examples_are_exact():
-    text = _blocks("python")[2]
+    text = _block(">>> ")
     calls = re.findall(r">>> (.*)\n(?:.*\n)*?(chunkcodec\.errors\.\w+: .*)", text)
     assert len(calls) == 2
     for call, shown in calls:

@@ -1,0 +1,77 @@
+"""chunkcodec.accumulate against the fastest pure-Python accumulators, on one generated log.
+
+    python bench/bench_accumulate.py [--runs 40] [--deltas 300] [--repeat 7] [--json out.json]
+
+The log interleaves --runs agent runs frame by frame (bench/gen.py: Mastra-shaped runs whose
+step-finish/finish frames carry the message history, about 38% of the bytes).  Every contender
+must first give the same answer per run (text, reasoning, usage totals, finish reason); then all
+are timed in interleaved rounds (bench_codec.timeit_rounds) and the table gives each chunkcodec
+row's ratio to its baseline, measured in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).parent))
+
+import baselines as B  # noqa: E402
+import chunkcodec  # noqa: E402
+import gen  # noqa: E402
+from bench_codec import run_table  # noqa: E402
+
+
+def cases(runs: int, deltas: int):
+    frames = gen.interleaved(runs, deltas)
+    nd = gen.framed(frames, "ndjson")
+    sse = gen.framed(frames, "sse")
+    pieces = [sse[i:i + 16384] for i in range(0, len(sse), 16384)]
+    truth = B.baseline_answer(B.msgspec_ndjson(nd))
+    assert B.baseline_answer(B.json_ndjson(nd)) == truth
+    assert B.baseline_answer(B.msgspec_sse(sse)) == truth
+    assert B.chunkcodec_answer(chunkcodec.accumulate(nd)) == truth
+    assert B.chunkcodec_answer(chunkcodec.accumulate(pieces)) == truth
+    mb, smb = len(nd) / 1e6, len(sse) / 1e6
+    rows = [
+        ("NDJSON log", "msgspec minimal union, decode_lines", lambda: B.msgspec_ndjson(nd), None, mb),
+        ("NDJSON log", "json.loads loop", lambda: B.json_ndjson(nd), None, mb),
+        ("NDJSON log", "chunkcodec.accumulate vs msgspec", lambda: chunkcodec.accumulate(nd),
+         "msgspec minimal union, decode_lines", mb),
+        ("NDJSON log", "chunkcodec.accumulate vs json.loads", lambda: chunkcodec.accumulate(nd), "json.loads loop", mb),
+    ]
+    rows += [
+        ("SSE body in 16 KiB pieces", "split on b'\\n\\n' + msgspec minimal union", lambda: B.msgspec_sse(sse), None, smb),
+    ]
+    try:
+        import httpx_sse  # noqa: F401
+        assert B.baseline_answer(B.httpx_sse_json(pieces)) == truth
+        rows.append(("SSE body in 16 KiB pieces", "httpx-sse + json.loads", lambda: B.httpx_sse_json(pieces), None, smb))
+    except ImportError:
+        pass
+    rows += [
+        ("SSE body in 16 KiB pieces", "chunkcodec.accumulate vs best pure Python",
+         lambda: chunkcodec.accumulate(pieces), "split on b'\\n\\n' + msgspec minimal union", smb),
+    ]
+    if any(r[1] == "httpx-sse + json.loads" for r in rows):
+        rows.append(("SSE body in 16 KiB pieces", "chunkcodec.accumulate vs httpx-sse",
+                     lambda: chunkcodec.accumulate(pieces), "httpx-sse + json.loads", smb))
+    return rows, {"frames": len(frames), "runs": runs, "ndjson_mb": round(mb, 2),
+                  "implementation": chunkcodec.IMPLEMENTATION}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=40)
+    ap.add_argument("--deltas", type=int, default=300)
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--json")
+    args = ap.parse_args(argv)
+    rows, info = cases(args.runs, args.deltas)
+    print(f"data: {info['runs']} interleaved runs, {info['frames']} frames, {info['ndjson_mb']} MB as NDJSON; "
+          f"chunkcodec path: {info['implementation']}")
+    run_table(rows, info, args.repeat, args.json, width=48)
+
+if __name__ == "__main__":
+    main()
