@@ -20,7 +20,7 @@ def _rss_kb():
 
 @pytest.mark.skipif("asan" in os.environ.get("LD_PRELOAD", ""),
                     reason="AddressSanitizer keeps freed memory in quarantine")
-@pytest.mark.parametrize("what", ["decode", "encode", "errors", "frames"])
+@pytest.mark.parametrize("what", ["decode", "encode", "errors", "frames", "accumulate"])
 def test_rss_stays_flat(codec, what):
     enc = codec.Encoder("sse")
     chunks = list(codec.iter_chunks(BODY))
@@ -32,6 +32,14 @@ def test_rss_stays_flat(codec, what):
             [enc.encode(c) for c in chunks]
         elif what == "frames":
             list(codec.iter_frames(BODY))
+        elif what == "accumulate":
+            acc = codec.Accumulator()
+            for i in range(0, len(BODY), 999):
+                acc.feed(BODY[i:i + 999])
+                view = acc.buffer("text")
+            acc.close()
+            acc.results()
+            del view
         else:
             list(codec.iter_chunks(ERRORS, errors="keep"))
             with pytest.raises(DecodeError):
