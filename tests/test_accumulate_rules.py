@@ -351,3 +351,17 @@ def test_more_runs_than_route_slots_native_equals_reference(both):
     assert len(calls) > 1000
     for c in calls:
         assert bytes(accs[0].buffer(c)) == bytes(accs[1].buffer(c))
+
+
+def test_deltas_without_run_id_follow_the_current_run_on_both_paths(both):
+    lines = [text_delta("t", "a", run="A"), text_delta("t", "x", run=None), text_delta("t", "b", run="B"),
+             text_delta("t", "y", run=None),
+             line("tool-call-delta", {"argsTextDelta": "{", "toolCallId": "c"}),
+             line("tool-call-delta", {"argsTextDelta": "}", "toolCallId": "c", "toolName": "late"}),
+             line("tool-call-input-streaming-end", {"toolCallId": "c"})]
+    data = b"\n".join(lines) + b"\n"
+    got = [[msgspec.to_builtins(r) for r in api.accumulate(data)] for api in both]
+    assert got[0] == got[1]
+    by = {r["run_id"]: r for r in got[0]}
+    assert by["A"]["text"] == "ax" and by["B"]["text"] == "by"
+    assert by[RUN]["tool_calls"][0]["payload"]["toolName"] == "late"

@@ -591,8 +591,16 @@ cdef class StreamDecoder:
         cdef Py_ssize_t slot = <Py_ssize_t>(hv & (ROUTE_SLOTS - 1))
         cdef object e = self._rcache[slot]
         cdef tuple r
+        if run.p == NULL:
+            # no runId: the chunk belongs to whichever run is current, so it is never cached
+            r = self._route(h, tool)
+            self._cur_run = None
+            (<DeltaBuf>r[0]).append_str(body)
+            return 0
         if e is None or self._rhash[slot] != hv or not _same(<bytes>(<tuple>e)[0], run) or \
-                not _same(<bytes>(<tuple>e)[1], key) or (<DeltaBuf>(<tuple>e)[2]).owner is not (<tuple>e)[3]:
+                not _same(<bytes>(<tuple>e)[1], key) or (<DeltaBuf>(<tuple>e)[2]).owner is not (<tuple>e)[3] or \
+                (tool and h.f[CC_F_TOOL_NAME].p != NULL and not (<tuple>e)[3].name):
+            # a miss, a part that was closed or overtaken, or a tool call still without a name
             r = self._route(h, tool)
             e = (PyBytes_FromStringAndSize(run.p, run.len) if run.p != NULL else b"",
                  PyBytes_FromStringAndSize(key.p, key.len), r[0], r[1], r[2])
