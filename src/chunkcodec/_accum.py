@@ -18,7 +18,7 @@ README ("Accumulation") and in ``../shared/spec/mastra-format.md`` section 3.
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, Iterable, Iterator, List, Optional
+from typing import Any, Dict, Iterator, List, Optional
 
 import msgspec
 from msgspec import UNSET
@@ -799,13 +799,6 @@ class _MinOutput(msgspec.Struct):
     usage: Any = UNSET
 
 
-class _MinPayload(msgspec.Struct):
-    stepResult: Any = UNSET
-    metadata: Any = UNSET
-    output: Any = UNSET
-    providerMetadata: Any = UNSET
-
-
 class _MinOutputPayload(msgspec.Struct):
     stepResult: Any = UNSET
     metadata: Any = UNSET
@@ -1180,9 +1173,3 @@ class AccumulatorBase:
             buf = ta.buf
         return buf.view()
 
-
-def accumulate_chunks(acc_cls: Any, chunks: Iterable[Any]) -> Iterator[RunOutput]:
-    acc = acc_cls()
-    for c in chunks:
-        acc.add(c)
-    yield from acc.results().values()
