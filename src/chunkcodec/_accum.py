@@ -43,7 +43,11 @@ def _num(x: Any) -> bool:
 
 
 def _utf8(buf: bytearray, start: int = 0, end: Optional[int] = None) -> str:
-    return bytes(buf[start:end]).decode("utf-8", "surrogatepass") if end is None or end > start else ""
+    # decoded straight from the buffer: a memoryview slice copies nothing
+    if end is not None and end <= start:
+        return ""
+    with memoryview(buf) as view:
+        return str(view[start:end], "utf-8", "surrogatepass")
 
 
 def _builtins(x: Any) -> Any:
@@ -388,7 +392,7 @@ def parse_args(text: str) -> Any:
 class _Part:
     """A text or reasoning part: one ``payload.id`` from its first delta to its ``*-end``."""
 
-    __slots__ = ("kind", "id", "buf", "segs", "tail", "pm", "open", "redacted", "listed")
+    __slots__ = ("kind", "id", "buf", "segs", "tail", "pm", "redacted", "listed")
 
     def __init__(self, kind: str, id_: Any, buf: Any, pm: Any) -> None:
         self.kind = kind
@@ -397,7 +401,6 @@ class _Part:
         self.segs: list = []
         self.tail = -1          # start of the range it is writing at the end of buf, or -1
         self.pm = pm
-        self.open = True
         self.redacted = False
         self.listed = False     # has its place in the message parts
 
@@ -429,10 +432,9 @@ class _Part:
 
 
 class _ToolArgs:
-    __slots__ = ("id", "name", "buf", "start", "parser", "fed", "run")
+    __slots__ = ("id", "name", "buf", "start", "parser", "fed")
 
-    def __init__(self, run: "_Run", id_: str, name: Any, buf: Any, start: Any) -> None:
-        self.run = run
+    def __init__(self, id_: str, name: Any, buf: Any, start: Any) -> None:
         self.id = id_
         self.name = name
         self.buf = buf
@@ -443,7 +445,7 @@ class _ToolArgs:
 
 class _Step:
     __slots__ = ("index", "t0", "r0", "t1", "r1", "tool_call_ids", "tool_result_ids", "sources",
-                 "files", "warnings", "reason", "usage", "pm", "resp_id", "model_id", "tool")
+                 "files", "warnings", "reason", "usage", "pm", "resp_id", "model_id")
 
     def __init__(self, index: int, t0: int, r0: int, warnings: Any) -> None:
         self.index = index
@@ -458,7 +460,6 @@ class _Step:
         self.usage: dict = {}
         self.pm = None
         self.resp_id = self.model_id = None
-        self.tool = False
 
 
 class _Run:
@@ -495,11 +496,8 @@ class _Run:
         self.error: Optional[dict] = None
         self.tripwire: Optional[dict] = None
         self.object: Any = None
-        self.object_set = False
         self.suspend_payload: Optional[dict] = None
         self.pm: Any = None
-        self.finished = False
-        self.nested = False
 
     # -- steps -------------------------------------------------------------------------------
     def step(self) -> _Step:
@@ -551,7 +549,6 @@ class _Run:
         self.u_raw = usage.get("raw", UNSET)
 
     def finish(self, reason: Any, usage: Any, pm: Any) -> None:
-        self.finished = True
         if isinstance(usage, dict):
             self.finish_usage = usage
         if isinstance(pm, dict):
@@ -634,7 +631,7 @@ class _Run:
     def tool_args_for(self, call_id: str, name: Any, start: Any) -> _ToolArgs:
         ta = self.tool_args.get(call_id)
         if ta is None:
-            ta = _ToolArgs(self, call_id, name, self.acc._Buf(), start)
+            ta = _ToolArgs(call_id, name, self.acc._Buf(), start)
             self.tool_args[call_id] = ta
             self.acc._tool_args[call_id] = ta
             self.step()
@@ -651,7 +648,7 @@ class _Run:
         st = self.step()
         if call_id not in st.tool_call_ids:
             st.tool_call_ids.append(call_id)
-        st.tool = self.any_tool = True
+        self.any_tool = True
 
     # -- output ------------------------------------------------------------------------------
     def step_text(self, st: _Step) -> str:
@@ -997,7 +994,6 @@ class AccumulatorBase:
             if part is not None:
                 if p.providerMetadata is not UNSET:
                     part.pm = p.providerMetadata
-                part.open = False
                 part.seal()
             run.text_pm.pop(p.id, None)
         elif t == "reasoning-start":
@@ -1016,13 +1012,11 @@ class AccumulatorBase:
             if not part.listed:   # no delta: Mastra keeps an empty reasoning part
                 part.listed = True
                 run.seq.append(("span", part))
-            part.open = False
             part.seal()
         elif t == "redacted-reasoning":
             part = run.reasoning_part(getattr(p, "id", None), getattr(p, "providerMetadata", UNSET), True)
             run.open_reasoning.pop(part.id, None)
             part.redacted = part.listed = True
-            part.open = False
             run.seq.append(("span", part))
         elif t == "step-start":
             run.step_start(_v(getattr(p, "warnings", UNSET)))
@@ -1043,10 +1037,11 @@ class AccumulatorBase:
             run.tool_results.append(chunk)
             st = run.step()
             st.tool_result_ids.append(p.toolCallId)
-            st.tool = run.any_tool = True
+            run.any_tool = True
         elif t == "tool-error":
             run.tool_errors.append(chunk)
-            run.step().tool = run.any_tool = True
+            run.step()
+            run.any_tool = True
         elif t == "tool-output":
             self._nested(run, _v(p.output))
         elif t == "source":
@@ -1059,7 +1054,6 @@ class AccumulatorBase:
             run.seq.append(("file", chunk))
         elif t == "object-result":
             run.object = _v(chunk.object)
-            run.object_set = True
         elif t == "error":
             run.error = _error_value(_v(p.error))
             run.terminate("error", "failed", "error")
@@ -1101,7 +1095,6 @@ class AccumulatorBase:
             return
         current, main = self._current, self._main
         self.add(chunk)
-        self._runs[rid].nested = True
         self._current, self._main = current, main
 
     # -- output ------------------------------------------------------------------------------

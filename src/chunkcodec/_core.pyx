@@ -216,7 +216,8 @@ cdef inline void _set_raw(object chunk, object raw) except *:
 
 cdef object _decode_finish_light = _accum.decode_finish_light
 cdef tuple _FINISH_PREFIXES = _accum.FINISH_PREFIXES
-DEF ROUTE_SLOTS = 1024
+DEF ROUTE_BITS = 10
+DEF ROUTE_SLOTS = 1 << ROUTE_BITS
 
 
 @cython.final
@@ -587,8 +588,8 @@ cdef class StreamDecoder:
         cdef const cc_str_t* body = &h.f[CC_F_ARGS_TEXT_DELTA] if tool else &h.f[CC_F_TEXT]
         cdef uint64_t hv = (_tail8(run) * 0x9E3779B97F4A7C15ULL) ^ (_tail8(key) * 0xC2B2AE3D27D4EB4FULL) \
             ^ ((<uint64_t>run.len << 40) | (<uint64_t>key.len << 8) | <uint64_t>h.type)
-        hv ^= hv >> 31
-        cdef Py_ssize_t slot = <Py_ssize_t>(hv & (ROUTE_SLOTS - 1))
+        hv = (hv ^ (hv >> 29)) * 0xBF58476D1CE4E5B9ULL
+        cdef Py_ssize_t slot = <Py_ssize_t>(hv >> (64 - ROUTE_BITS))   # the best-mixed bits
         cdef object e = self._rcache[slot]
         cdef tuple r
         if run.p == NULL:
