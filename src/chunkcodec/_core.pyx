@@ -302,9 +302,10 @@ cdef class StreamDecoder:
     cdef list _rcache          # ROUTE_SLOTS x (runId raw, id raw, DeltaBuf, owner, run) or None
     cdef uint64_t _rhash[ROUTE_SLOTS]   # the full hash of each slot's (type, runId, id)
     cdef object _cur_run       # the run the sink was last told is current
+    cdef object _custom        # another format's frame decoder (chunkcodec.ailoop), or None
 
     def __init__(self, framing="auto", *, max_frame_bytes=DEFAULT_MAX_FRAME_BYTES,
-                 errors="strict", _as_dicts=False, _as_frames=False, _sink=None):
+                 errors="strict", _as_dicts=False, _as_frames=False, _sink=None, _decoder=None):
         self._framing = _framing_code(framing)
         if errors not in ("strict", "keep"):
             raise ValueError(f"errors must be 'strict' or 'keep', got {errors!r}")
@@ -328,6 +329,7 @@ cdef class StreamDecoder:
         self._sink = _sink
         self._rcache = [None] * ROUTE_SLOTS if _sink is not None else None
         self._cur_run = None
+        self._custom = _decoder
 
     @property
     def framing(self):
@@ -530,6 +532,15 @@ cdef class StreamDecoder:
         if self._sink is not None:
             self._sink_frame(owner, start, length, idx, base + f.start, out)
             return
+        if self._custom is not None:
+            span = _span(owner, start, length)
+            try:
+                out.append(self._custom.decode_frame(span, idx, base + f.start))
+            except DecodeError as exc:
+                if not self._keep:
+                    raise
+                out.append(InvalidFrame(bytes(span), exc, idx, base + f.start))
+            return
         if not self._dicts and cc_scan_hot(PyBytes_AS_STRING(owner) + start, length, &hot) == CC_OK:
             chunk = self._build_hot(&hot)
             if not hot.canonical:
@@ -697,6 +708,9 @@ cdef class StreamDecoder:
                 if buf.strip(b" \t\r\n"):
                     out.append(buf)
                     self._index += 1
+                return
+            if self._custom is not None:
+                self._index += self._custom.decode_document(buf, pos, self._keep, out)
                 return
             self._index += _model.decode_document(buf, pos, self._dicts, self._keep, out)
             return
@@ -1020,6 +1034,19 @@ cdef class Encoder:
     def end(self):
         """The end-of-stream marker of this framing (``data: [DONE]\\n\\n`` for SSE, else empty)."""
         return b"data: [DONE]\n\n" if self._fr == CC_FRAMING_SSE else b""
+
+    def frame(self, body):
+        """Already-encoded JSON text (bytes-like, one line) as one frame of this framing."""
+        cdef const unsigned char[::1] v = body
+        cdef Py_ssize_t n = v.shape[0], pl = PyBytes_GET_SIZE(self._prefix)
+        cdef Py_ssize_t sl = PyBytes_GET_SIZE(self._suffix)
+        cdef bytes out = PyBytes_FromStringAndSize(NULL, pl + n + sl)
+        cdef char* w = PyBytes_AS_STRING(out)
+        memcpy(w, PyBytes_AS_STRING(self._prefix), pl)
+        if n:
+            memcpy(w + pl, &v[0], n)
+        memcpy(w + pl + n, PyBytes_AS_STRING(self._suffix), sl)
+        return out
 
     def encode(self, chunk):
         """One framed chunk as bytes."""

@@ -204,9 +204,10 @@ class StreamDecoder:
 
     def __init__(self, framing: str = "auto", *, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
                  errors: str = "strict", _as_dicts: bool = False, _as_frames: bool = False,
-                 _sink: Any = None):
+                 _sink: Any = None, _decoder: Any = None):
         self._framing = _framing_code(framing)
         self._sink = _sink        # an Accumulator: step-finish/finish frames get the light decoder
+        self._custom = _decoder   # another format's frame decoder (chunkcodec.ailoop), or None
         if errors not in ("strict", "keep"):
             raise ValueError(f"errors must be 'strict' or 'keep', got {errors!r}")
         if not isinstance(max_frame_bytes, int) or max_frame_bytes < 1:
@@ -369,6 +370,14 @@ class StreamDecoder:
         if self._frames:
             out.append(frame)
             return
+        if self._custom is not None:
+            try:
+                out.append(self._custom.decode_frame(frame, idx, pos))
+            except DecodeError as exc:
+                if not self._keep:
+                    raise
+                out.append(InvalidFrame(frame, exc, idx, pos))
+            return
         if self._sink is not None and frame.startswith(_accum.FINISH_PREFIXES):
             light = _accum.decode_finish_light(frame)
             if light is not None:
@@ -421,6 +430,9 @@ class StreamDecoder:
                 if buf.strip(_WS):
                     out.append(buf)
                     self._index += 1
+                return
+            if self._custom is not None:
+                self._index += self._custom.decode_document(buf, pos, self._keep, out)
                 return
             self._index += _model.decode_document(buf, pos, self._dicts, self._keep, out)
             return
@@ -486,6 +498,10 @@ class Encoder:
 
     def encode(self, chunk: Any) -> bytes:
         return _PREFIX[self._fr] + to_json(chunk) + _SUFFIX[self._fr]
+
+    def frame(self, body: Any) -> bytes:
+        """Already-encoded JSON text (bytes-like, one line) as one frame of this framing."""
+        return _PREFIX[self._fr] + bytes(body) + _SUFFIX[self._fr]
 
     def encode_into(self, chunk: Any, buffer: bytearray, offset: int = 0) -> None:
         """Write the framed chunk into buffer at offset (-1: at the end); the buffer ends after it."""
