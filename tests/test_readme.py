@@ -43,6 +43,25 @@ def test_accumulation_example_runs(monkeypatch):
     exec(compile(code, "README accumulation", "exec"), {})
 
 
+def test_ailoop_example_runs(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    code = _block("from chunkcodec import ailoop")
+    exec(compile(code, "README ailoop", "exec"), {})
+
+
+def test_ailoop_error_examples_are_exact():
+    from chunkcodec import ailoop
+    section = README.split("## ailoop StreamChunk", 1)[1].split("\n## ", 1)[0]
+    shown = re.findall(r"^    (\S.* \(byte \d+, frame \d+\))$", section, re.M)
+    assert len(shown) == 2
+    with pytest.raises(chunkcodec.DecodeError) as info:
+        list(ailoop.iter_events(b'{"TextDelta":{"delta":"a"}}\n' * 3 + b'{"TextDeltas":{"delta":"a"}}\n'))
+    assert str(info.value) == shown[0]
+    with pytest.raises(chunkcodec.DecodeError) as info:
+        ailoop.decode(b'{"RunStarted":{"run_id":"run-1"}}')
+    assert str(info.value) == shown[1]
+
+
 def test_error_examples_are_exact():
     text = _block(">>> ")
     calls = re.findall(r">>> (.*)\n(?:.*\n)*?(chunkcodec\.errors\.\w+: .*)", text)
