@@ -493,6 +493,7 @@ class _Run:
         self.finish_reason: Optional[str] = None
         self.terminal: Optional[str] = None   # error | abort | tripwire | suspended
         self.status = "running"
+        self.finished = False     # a finish chunk arrived: nothing more is expected
         self.error: Optional[dict] = None
         self.tripwire: Optional[dict] = None
         self.object: Any = None
@@ -549,6 +550,7 @@ class _Run:
         self.u_raw = usage.get("raw", UNSET)
 
     def finish(self, reason: Any, usage: Any, pm: Any) -> None:
+        self.finished = True
         if isinstance(usage, dict):
             self.finish_usage = usage
         if isinstance(pm, dict):
@@ -1121,14 +1123,22 @@ class AccumulatorBase:
         """Every run's RunOutput, in first-seen order, dropping each run's buffers once its
         output is made: the way to collect many runs without holding both."""
         while self._runs:
-            rid = next(iter(self._runs))
-            out = self.result(rid)
-            run = self._runs.pop(rid)
-            for ta in run.tool_args:
-                self._tool_args.pop(ta, None)
-            if self._current is run:
-                self._current = None
-            yield out
+            yield self._pop(next(iter(self._runs)))
+
+    def _pop(self, rid: Any) -> RunOutput:
+        out = self.result(rid)
+        run = self._runs.pop(rid)
+        for ta in run.tool_args:
+            self._tool_args.pop(ta, None)
+        if self._current is run:
+            self._current = None
+        return out
+
+    def pop_finished(self) -> Iterator[RunOutput]:
+        """Like pop_results, but only the runs whose ``finish`` chunk has arrived: what a
+        long-running reader calls between feeds to keep memory bounded by the runs in flight."""
+        for rid in [rid for rid, run in self._runs.items() if run.finished]:
+            yield self._pop(rid)
 
     def run_ids(self) -> List[Any]:
         return list(self._runs)
