@@ -1,5 +1,5 @@
 # `cdef extern from` blocks for the C core, one per header, nothing else.
-from libc.stdint cimport uint32_t
+from libc.stdint cimport int16_t, int32_t, int64_t, uint32_t, uint64_t
 
 
 cdef extern from "chunkcodec/status.h":
@@ -72,3 +72,40 @@ cdef extern from "chunkcodec/encode.h":
     size_t cc_js_escape_ucs(int kind, const void *data, size_t n, char *dst) nogil
     size_t cc_js_numbers(const char *src, size_t len, char *dst) nogil
     int cc_js_numbers_needed(const char *src, size_t len) nogil
+
+
+cdef extern from "chunkcodec/bulk.h":
+    enum:
+        CC_T_CORRUPT
+        CC_T_UNKNOWN
+        CC_T_DATA
+        CC_T_MULTI
+        CC_T_FIRST_NAMED
+    ctypedef struct cc_typetab:
+        const char *const *names
+        const size_t *lens
+        size_t n
+        int16_t hot[4]
+    ctypedef struct cc_runent:
+        const char *p
+        uint32_t len
+        int32_t idx
+        uint64_t hash
+    ctypedef struct cc_runtab:
+        cc_runent *ents
+        size_t cap
+        size_t n
+    int cc_runtab_init(cc_runtab *t, size_t cap) nogil
+    void cc_runtab_free(cc_runtab *t) nogil
+    ctypedef struct cc_index:
+        int64_t *offset
+        int64_t *length
+        int16_t *type
+        int32_t *run
+        int64_t *text_off
+        int64_t *text_len
+        size_t cap
+        size_t n
+    Py_ssize_t cc_bulk_scan(int framing, const char *buf, size_t len, int final, int64_t base,
+                            const cc_typetab *types, cc_runtab *runs, cc_index *out) nogil
+    size_t cc_bulk_boundary(int framing, const char *buf, size_t len, size_t pos) nogil

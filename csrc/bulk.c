@@ -1,0 +1,338 @@
+/* Bulk indexing of stream logs: see bulk.h.
+ *
+ * Delta frames (most of any log) go through the hot scanner, which validates them completely and
+ * gives the spans of runId and text.  Other frames get a structural scan of their top level only:
+ * the "type" and "runId" string values are read, nested values are skipped by bracket and string
+ * matching (escapes honoured) to the end of the frame.  A frame that is not an object, whose
+ * brackets or strings do not close, or that has anything after its closing brace is CC_T_CORRUPT.
+ * This is structure, not full validation: bad UTF-8 or a bad number inside a non-delta frame is
+ * left for the decoder (reconstruct) to report. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "chunkcodec/bulk.h"
+#include "chunkcodec/frame.h"
+#include "chunkcodec/scan.h"
+
+#define FRAME_BATCH 256
+
+static uint64_t hash_bytes(const char *p, size_t n) {
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t)n;
+    while (n >= 8) {
+        uint64_t v;
+        memcpy(&v, p, 8);
+        h = (h ^ v) * 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+        p += 8;
+        n -= 8;
+    }
+    if (n) {
+        uint64_t v = 0;
+        memcpy(&v, p, n);
+        h = (h ^ v) * 0xc4ceb9fe1a85ec53ull;
+        h ^= h >> 29;
+    }
+    return h ^ (h >> 31);
+}
+
+int cc_runtab_init(cc_runtab *t, size_t cap) {
+    size_t c = 64;
+    while (c < cap) c <<= 1;
+    t->ents = calloc(c, sizeof(cc_runent));
+    t->cap = t->ents ? c : 0;
+    t->n = 0;
+    return t->ents != NULL;
+}
+
+void cc_runtab_free(cc_runtab *t) {
+    free(t->ents);
+    t->ents = NULL;
+    t->cap = t->n = 0;
+}
+
+static int runtab_grow(cc_runtab *t) {
+    size_t nc = t->cap * 2;
+    cc_runent *ne = calloc(nc, sizeof(cc_runent));
+    if (!ne) return 0;
+    for (size_t i = 0; i < t->cap; i++) {
+        cc_runent *e = &t->ents[i];
+        if (!e->p) continue;
+        size_t j = (size_t)e->hash & (nc - 1);
+        while (ne[j].p) j = (j + 1) & (nc - 1);
+        ne[j] = *e;
+    }
+    free(t->ents);
+    t->ents = ne;
+    t->cap = nc;
+    return 1;
+}
+
+/* The run index of a runId, added if new; -2 when out of memory. */
+static int32_t runtab_get(cc_runtab *t, const char *p, size_t n) {
+    uint64_t h = hash_bytes(p, n);
+    size_t j = (size_t)h & (t->cap - 1);
+    for (;;) {
+        cc_runent *e = &t->ents[j];
+        if (!e->p) break;
+        if (e->hash == h && e->len == n && memcmp(e->p, p, n) == 0) return e->idx;
+        j = (j + 1) & (t->cap - 1);
+    }
+    if ((t->n + 1) * 2 > t->cap) {
+        if (!runtab_grow(t)) return -2;
+        return runtab_get(t, p, n);
+    }
+    cc_runent *e = &t->ents[j];
+    e->p = p;
+    e->len = (uint32_t)n;
+    e->hash = h;
+    e->idx = (int32_t)t->n++;
+    return e->idx;
+}
+
+static int16_t type_code(const cc_typetab *tt, const char *p, size_t n) {
+    size_t lo = 0, hi = tt->n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        int c = tt->lens[mid] < n ? -1 : tt->lens[mid] > n ? 1 : memcmp(tt->names[mid], p, n);
+        if (c == 0) return (int16_t)(CC_T_FIRST_NAMED + mid);
+        if (c < 0) lo = mid + 1; else hi = mid;
+    }
+    if (n > 5 && memcmp(p, "data-", 5) == 0) return CC_T_DATA;
+    return CC_T_UNKNOWN;
+}
+
+static inline size_t skip_ws(const char *p, size_t i, size_t n) {
+    while (i < n && (p[i] == ' ' || p[i] == '\t' || p[i] == '\r' || p[i] == '\n')) i++;
+    return i;
+}
+
+/* i is just past an opening quote: the index just past the closing one, or 0. */
+static size_t skip_str(const char *p, size_t i, size_t n) {
+    size_t from = i;
+    for (;;) {
+        const char *q = memchr(p + i, '"', n - i);
+        if (!q) return 0;
+        size_t k = (size_t)(q - p), j = k;
+        while (j > from && p[j - 1] == '\\') j--;
+        if (((k - j) & 1) == 0) return k + 1;
+        i = k + 1;
+    }
+}
+
+/* p[i] is '{' or '[': the index just past the matching bracket, or 0. */
+static size_t skip_container(const char *p, size_t i, size_t n) {
+    size_t depth = 0;
+    while (i < n) {
+        char c = p[i];
+        if (c == '"') {
+            i = skip_str(p, i + 1, n);
+            if (!i) return 0;
+            continue;
+        }
+        if (c == '{' || c == '[') depth++;
+        else if (c == '}' || c == ']') {
+            if (depth == 0) return 0;
+            if (--depth == 0) return i + 1;
+        }
+        i++;
+    }
+    return 0;
+}
+
+/* Read the top-level "type" and "runId" of an object.  Returns 0 if the frame is corrupt. */
+static int top_level(const char *p, size_t n, const char **tp, size_t *tn, const char **rp, size_t *rn) {
+    size_t i = skip_ws(p, 0, n);
+    if (i >= n || p[i] != '{') return 0;
+    size_t e = n;
+    while (e > i && (p[e - 1] == ' ' || p[e - 1] == '\t' || p[e - 1] == '\r' || p[e - 1] == '\n')) e--;
+    if (p[e - 1] != '}') return 0;
+    i++;
+    int found = 0;
+    for (;;) {
+        i = skip_ws(p, i, n);
+        if (i >= n) return 0;
+        if (p[i] == '}') return skip_ws(p, i + 1, n) == n;
+        if (p[i] != '"') return 0;
+        size_t ks = i + 1;
+        i = skip_str(p, ks, n);
+        if (!i) return 0;
+        size_t kl = i - 1 - ks;
+        i = skip_ws(p, i, n);
+        if (i >= n || p[i] != ':') return 0;
+        i = skip_ws(p, i + 1, n);
+        if (i >= n) return 0;
+        char c = p[i];
+        if (c == '"') {
+            size_t vs = i + 1;
+            i = skip_str(p, vs, n);
+            if (!i) return 0;
+            if (kl == 4 && memcmp(p + ks, "type", 4) == 0) {
+                *tp = p + vs; *tn = i - 1 - vs; found |= 1;
+            } else if (kl == 5 && memcmp(p + ks, "runId", 5) == 0) {
+                *rp = p + vs; *rn = i - 1 - vs; found |= 2;
+            }
+        } else if (c == '{' || c == '[') {
+            i = skip_container(p, i, n);
+            if (!i) return 0;
+        } else {
+            while (i < n && p[i] != ',' && p[i] != '}' && p[i] != ' ' && p[i] != '\n' && p[i] != '\r' &&
+                   p[i] != '\t') {
+                if (p[i] == '{' || p[i] == '[' || p[i] == '"' || p[i] == ']' || p[i] == ':') return 0;
+                i++;
+            }
+        }
+        i = skip_ws(p, i, n);
+        if (i >= n) return 0;
+        if (p[i] == ',') { i++; continue; }
+        if (p[i] == '}') return skip_ws(p, i + 1, n) == n;   /* nothing may follow the object */
+        return 0;
+    }
+}
+
+/* p[i] is '{': the index of the value of member `key` (the first one), or 0. */
+static size_t member(const char *p, size_t i, size_t n, const char *key, size_t kl) {
+    i++;
+    for (;;) {
+        i = skip_ws(p, i, n);
+        if (i >= n || p[i] != '"') return 0;
+        size_t ks = i + 1;
+        i = skip_str(p, ks, n);
+        if (!i) return 0;
+        int hit = i - 1 - ks == kl && memcmp(p + ks, key, kl) == 0;
+        i = skip_ws(p, i, n);
+        if (i >= n || p[i] != ':') return 0;
+        i = skip_ws(p, i + 1, n);
+        if (i >= n) return 0;
+        if (hit) return i;
+        if (p[i] == '"') i = skip_str(p, i + 1, n);
+        else if (p[i] == '{' || p[i] == '[') i = skip_container(p, i, n);
+        else while (i < n && p[i] != ',' && p[i] != '}') i++;
+        if (!i) return 0;
+        i = skip_ws(p, i, n);
+        if (i >= n || p[i] != ',') return 0;
+        i++;
+    }
+}
+
+/* A delta frame the hot scanner did not take (extra fields, other key order): the span of its
+ * payload's text (or argsTextDelta) string, found structurally. */
+static int delta_span(const char *p, size_t n, int tool, const char **tp, size_t *tn) {
+    size_t i = skip_ws(p, 0, n);
+    size_t v = member(p, i, n, "payload", 7);
+    if (!v || p[v] != '{') return 0;
+    size_t t = tool ? member(p, v, n, "argsTextDelta", 13) : member(p, v, n, "text", 4);
+    if (!t || p[t] != '"') return 0;
+    size_t e = skip_str(p, t + 1, n);
+    if (!e) return 0;
+    *tp = p + t + 1;
+    *tn = e - 1 - (t + 1);
+    return 1;
+}
+
+typedef struct scan_state {
+    const char *last_run;   /* the previous frame's runId, to skip the hash for runs of one run */
+    size_t last_run_n;
+    int32_t last_run_idx;
+    const char *last_type;
+    size_t last_type_n;
+    int16_t last_type_code;
+} scan_state;
+
+static int index_frame(const char *buf, int64_t base, const cc_frame_t *f, const cc_typetab *tt,
+                       cc_runtab *runs, cc_index *out, scan_state *st) {
+    size_t r = out->n;
+    const char *p = buf + f->start;
+    size_t n = f->len;
+    out->offset[r] = base + (int64_t)f->start;
+    out->length[r] = (int64_t)n;
+    out->text_off[r] = -1;
+    out->text_len[r] = 0;
+    out->run[r] = -1;
+    const char *rp = NULL, *tp = NULL;
+    size_t rn = 0, tn = 0;
+    int16_t code;
+    if (f->kind == CC_FK_SSE_MULTI) {
+        out->type[r] = CC_T_MULTI;
+        out->n++;
+        return 1;
+    }
+    cc_hot_t hot;
+    if (cc_scan_hot(p, n, &hot) == CC_OK) {
+        code = tt->hot[hot.type];
+        const cc_str_t *t = hot.type == CC_HOT_TOOL_CALL_DELTA ? &hot.f[CC_F_ARGS_TEXT_DELTA] : &hot.f[CC_F_TEXT];
+        if (t->p) {
+            out->text_off[r] = base + (int64_t)(t->p - buf);
+            out->text_len[r] = (int64_t)t->len;
+        }
+        rp = hot.f[CC_F_RUN_ID].p;
+        rn = hot.f[CC_F_RUN_ID].len;
+    } else if (top_level(p, n, &tp, &tn, &rp, &rn)) {
+        if (!tp) code = CC_T_UNKNOWN;
+        else if (st->last_type && tn == st->last_type_n && memcmp(tp, st->last_type, tn) == 0)
+            code = st->last_type_code;
+        else {
+            code = type_code(tt, tp, tn);
+            st->last_type = tp;
+            st->last_type_n = tn;
+            st->last_type_code = code;
+        }
+        const char *sp;
+        size_t sn;
+        if ((code == tt->hot[CC_HOT_TEXT_DELTA] || code == tt->hot[CC_HOT_REASONING_DELTA] ||
+             code == tt->hot[CC_HOT_TOOL_CALL_DELTA]) &&
+            delta_span(p, n, code == tt->hot[CC_HOT_TOOL_CALL_DELTA], &sp, &sn)) {
+            out->text_off[r] = base + (int64_t)(sp - buf);
+            out->text_len[r] = (int64_t)sn;
+        }
+    } else {
+        code = CC_T_CORRUPT;
+        rp = NULL;
+    }
+    out->type[r] = code;
+    if (rp) {
+        if (st->last_run && rn == st->last_run_n && memcmp(rp, st->last_run, rn) == 0) {
+            out->run[r] = st->last_run_idx;
+        } else {
+            int32_t idx = runtab_get(runs, rp, rn);
+            if (idx == -2) return 0;
+            out->run[r] = idx;
+            st->last_run = rp;
+            st->last_run_n = rn;
+            st->last_run_idx = idx;
+        }
+    }
+    out->n++;
+    return 1;
+}
+
+ptrdiff_t cc_bulk_scan(int framing, const char *buf, size_t len, int final, int64_t base,
+                       const cc_typetab *types, cc_runtab *runs, cc_index *out) {
+    cc_frame_t frames[FRAME_BATCH];
+    scan_state st;
+    memset(&st, 0, sizeof st);
+    size_t done = 0;
+    while (done < len && out->n < out->cap) {
+        size_t room = out->cap - out->n, nf = 0;
+        size_t c = cc_frame_split(framing, buf + done, len - done, final, frames,
+                                  room < FRAME_BATCH ? room : FRAME_BATCH, &nf);
+        for (size_t i = 0; i < nf; i++) {
+            if (frames[i].kind == CC_FK_DONE) continue;
+            frames[i].start += done;
+            if (!index_frame(buf, base, &frames[i], types, runs, out, &st)) return -1;
+        }
+        done += c;
+        if (nf == 0) break;
+    }
+    return (ptrdiff_t)done;
+}
+
+size_t cc_bulk_boundary(int framing, const char *buf, size_t len, size_t pos) {
+    if (pos >= len) return len;
+    if (pos == 0) return 0;
+    /* the boundary is just after a separator that lies at pos-1 or later */
+    ptrdiff_t e = cc_frame_find_end(framing, buf + (pos >= 2 ? pos - 2 : 0), pos >= 2 ? 2 : pos,
+                                    buf + pos, len - pos);
+    if (framing != CC_FRAMING_SSE && buf[pos - 1] == (framing == CC_FRAMING_RS ? '\x1e' : '\n'))
+        return pos;
+    return e < 0 ? len : pos + (size_t)e;
+}

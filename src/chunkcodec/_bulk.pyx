@@ -1,0 +1,115 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""Native side of chunkcodec.bulk: index a byte range of a log with the GIL released.
+
+Layers: csrc/bulk.c does the work; this module only allocates the numpy columns, calls it without
+the GIL, and turns the run table into bytes.  chunkcodec.bulk (Python) splits files into ranges,
+runs them on threads and merges the run tables.
+"""
+
+from cpython.bytes cimport PyBytes_FromStringAndSize
+from libc.stdint cimport int16_t, int32_t, int64_t
+from libc.stdlib cimport free, malloc
+
+from ._cdefs cimport (cc_bulk_boundary, cc_bulk_scan, cc_index, cc_runtab, cc_runtab_free,
+                      cc_runtab_init, cc_typetab)
+
+import numpy as np
+
+#: Rows asked for per call: enough for a range of small frames, grown in steps past it.
+cdef Py_ssize_t MIN_ROWS = 4096
+#: The smallest frame a range is expected to hold on average (delta frames are ~100+ bytes).
+cdef Py_ssize_t BYTES_PER_ROW_GUESS = 48
+
+
+cdef class TypeTable:
+    """The known chunk type names for the C scanner, sorted by (length, bytes)."""
+    cdef cc_typetab t
+    cdef const char** _names
+    cdef size_t* _lens
+    cdef readonly list names
+
+    def __cinit__(self, names, hot):
+        self.names = [bytes(n) for n in names]
+        n = len(self.names)
+        self._names = <const char**>malloc(max(n, 1) * sizeof(char*))
+        self._lens = <size_t*>malloc(max(n, 1) * sizeof(size_t))
+        if self._names == NULL or self._lens == NULL:
+            raise MemoryError()
+        cdef bytes b
+        for i in range(n):
+            b = self.names[i]
+            self._names[i] = b
+            self._lens[i] = len(b)
+        self.t.names = self._names
+        self.t.lens = self._lens
+        self.t.n = n
+        for i in range(4):
+            self.t.hot[i] = hot[i]
+
+    def __dealloc__(self):
+        free(self._names)
+        free(self._lens)
+
+
+def boundary(buf, Py_ssize_t pos, int framing):
+    """The first frame boundary at or after pos."""
+    cdef const unsigned char[::1] v = buf
+    if v.shape[0] == 0:
+        return 0
+    return cc_bulk_boundary(framing, <const char*>&v[0], v.shape[0], pos)
+
+
+def scan_range(TypeTable types, buf, Py_ssize_t start, Py_ssize_t end, int framing):
+    """Index the frames in buf[start:end] (which starts and ends on frame boundaries).
+
+    Returns (offset, length, type, run, text_off, text_len) numpy arrays and the list of runId
+    byte strings in order of first appearance (run index i is runs[i]).
+    """
+    cdef const unsigned char[::1] v = buf
+    if not 0 <= start <= end <= v.shape[0]:
+        raise ValueError("range outside the buffer")
+    cdef const char* base = <const char*>&v[0] if v.shape[0] else NULL
+    cdef cc_runtab runs
+    if not cc_runtab_init(&runs, 1024):
+        raise MemoryError()
+    cdef cc_index idx
+    cdef Py_ssize_t pos = start, got, cap
+    cdef int64_t[::1] off, ln, toff, tln
+    cdef int16_t[::1] ty
+    cdef int32_t[::1] rn
+    parts = []
+    try:
+        while pos < end:
+            cap = max(MIN_ROWS, (end - pos) // BYTES_PER_ROW_GUESS + 16)
+            cols = (np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int16),
+                    np.empty(cap, np.int32), np.empty(cap, np.int64), np.empty(cap, np.int64))
+            off, ln, ty, rn, toff, tln = cols
+            idx.offset = &off[0]
+            idx.length = &ln[0]
+            idx.type = &ty[0]
+            idx.run = &rn[0]
+            idx.text_off = &toff[0]
+            idx.text_len = &tln[0]
+            idx.cap = cap
+            idx.n = 0
+            with nogil:
+                got = cc_bulk_scan(framing, base + pos, end - pos, 1, pos, &types.t, &runs, &idx)
+            if got < 0:
+                raise MemoryError()
+            parts.append(tuple(c[:idx.n] for c in cols))
+            pos += got
+            if got == 0:
+                break
+        run_ids = [None] * runs.n
+        for i in range(runs.cap):
+            if runs.ents[i].p != NULL:
+                run_ids[runs.ents[i].idx] = PyBytes_FromStringAndSize(runs.ents[i].p, runs.ents[i].len)
+    finally:
+        cc_runtab_free(&runs)
+    if not parts:
+        cols = tuple(np.empty(0, d) for d in (np.int64, np.int64, np.int16, np.int32, np.int64, np.int64))
+    elif len(parts) == 1:
+        cols = parts[0]
+    else:
+        cols = tuple(np.concatenate(c) for c in zip(*parts))
+    return cols, run_ids
