@@ -1,0 +1,93 @@
+"""Throughput of chunkcodec.bulk.scan on a generated log of interleaved runs.
+
+    python bench/bench_bulk.py [--mb 1024] [--sample-mb 32] [--repeat 3]
+
+Writes the log to a temporary file (never committed; bench_memory.write_log), then measures in
+this process, on the same file:
+- scan on one thread (GB/s; the target is >= 1 GB/s),
+- scan on two threads, its speed-up over one thread (target >= 1.8x) and that the index is
+  identical,
+- the pure-Python baseline on the first --sample-mb: for each line json.loads, then the type,
+  runId and delta text an index needs; reported as a ratio.
+Best of --repeat runs; wall-clock on a shared machine is noisy, so compare the ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+sys.path.insert(0, str(pathlib.Path(__file__).parent))
+
+from chunkcodec import bulk  # noqa: E402
+
+from bench_memory import write_log  # noqa: E402
+
+
+def best(fn, repeat):
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t)
+    return min(times), out
+
+
+def python_index(path, limit):
+    """The plain-Python way: json.loads per line."""
+    types, runs, texts = [], {}, 0
+    with open(path, "rb") as f:
+        data = f.read(limit)
+    data = data[: data.rfind(b"\n") + 1]
+    for line in data.split(b"\n"):
+        if not line:
+            continue
+        obj = json.loads(line)
+        types.append(obj.get("type"))
+        r = obj.get("runId")
+        if r is not None:
+            runs.setdefault(r, len(runs))
+        p = obj.get("payload")
+        if isinstance(p, dict) and isinstance(p.get("text"), str):
+            texts += 1
+    return len(data), len(types)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mb", type=int, default=1024)
+    ap.add_argument("--sample-mb", type=int, default=32)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = pathlib.Path(tmp) / "log.ndjson"
+        write_log(path, args.mb)
+        size = path.stat().st_size
+        t1, one = best(lambda: bulk.scan(path, workers=1), args.repeat)
+        t2, two = best(lambda: bulk.scan(path, workers=2), args.repeat)
+        same = all(np.array_equal(getattr(one, c), getattr(two, c))
+                   for c in ("offset", "length", "type", "run", "text_off", "text_len")) \
+            and one.run_ids == two.run_ids
+        tp, (psize, pframes) = best(lambda: python_index(path, args.sample_mb << 20), 1)
+        gbs1, gbs2 = size / t1 / 1e9, size / t2 / 1e9
+        py = psize / tp / 1e9
+        print(json.dumps({"bytes": size, "frames": len(one), "runs": len(one.run_ids),
+                          "scan_1_thread_GBps": round(gbs1, 3), "scan_2_threads_GBps": round(gbs2, 3),
+                          "two_thread_speedup": round(t1 / t2, 2), "identical": same,
+                          "python_json_loads_GBps": round(py, 4), "vs_python": round(gbs1 / py, 1),
+                          "cpus": len(os.sched_getaffinity(0))}, indent=1))
+        if not same or len(one) == 0:
+            print("FAIL: the two-thread index differs from the one-thread index", file=sys.stderr)
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

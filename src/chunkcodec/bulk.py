@@ -1,0 +1,444 @@
+"""Bulk processing of stream logs: a columnar index, per-run reconstruction and statistics.
+
+``scan`` indexes a log without making a Python object per chunk: the C core walks an mmap of the
+file with the GIL released, on several threads (ranges split on frame boundaries), and returns
+numpy columns.  ``reconstruct`` and ``stats`` stream through files with the accumulator.
+
+Inputs everywhere: a path (str or os.PathLike), a directory (its files, sorted), a glob, ``-`` for
+standard input, bytes; ``.gz`` and ``.zst`` files are decompressed (zstd needs the ``zstandard``
+package: ``pip install 'chunkcodec[zstd]'``).  Plain files are mapped, not read, so ``scan`` works on
+files larger than memory; compressed input and stdin are read into memory first.
+"""
+
+from __future__ import annotations
+
+import glob as _glob
+import gzip
+import io
+import mmap
+import os
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Iterable, Iterator
+
+import msgspec
+import numpy as np
+
+from . import _reference
+from .chunks import TAGGED
+from .errors import DecodeError
+
+__all__ = ["Index", "scan", "reconstruct", "stats", "Stats", "iter_sources", "TYPE_NAMES",
+           "CorruptRegion"]
+
+#: Codes below the named types (csrc/include/chunkcodec/bulk.h).
+_SPECIAL = ["<corrupt>", "<unknown>", "data-*", "<sse-multi>"]
+_NAMED = sorted((t.encode() for t in TAGGED), key=lambda b: (len(b), b))
+#: type code -> name: index.type_names[index.type[i]].
+TYPE_NAMES = _SPECIAL + [b.decode() for b in _NAMED]
+_CODE = {n: i for i, n in enumerate(TYPE_NAMES)}
+CORRUPT, UNKNOWN, DATA, MULTI = 0, 1, 2, 3
+_DELTAS = {_CODE["text-delta"]: "text", _CODE["reasoning-delta"]: "text",
+           _CODE["tool-call-delta"]: "argsTextDelta"}
+#: A range smaller than this is not split further between threads.
+MIN_PART_BYTES = 8 << 20
+_FRAMINGS = {"sse": _reference.SSE, "rs": _reference.RS, "ndjson": _reference.NDJSON}
+
+try:
+    from . import _bulk
+    _TYPES = _bulk.TypeTable(_NAMED, (0, _CODE["text-delta"], _CODE["reasoning-delta"],
+                                      _CODE["tool-call-delta"]))
+except ImportError:  # pragma: no cover - a build without the extension
+    _bulk = None
+
+
+class CorruptRegion(msgspec.Struct, frozen=True):
+    """A frame that could not be read: where it is and why."""
+    source: str
+    offset: int
+    length: int
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.source}: byte {self.offset}: {self.reason}"
+
+
+# ------------------------------------------------------------------------------------------------
+# Inputs
+
+def iter_sources(inputs: Any) -> Iterator[str]:
+    """Expand paths, directories and globs into file names ('-' is standard input)."""
+    if isinstance(inputs, (str, os.PathLike)):
+        inputs = [inputs]
+    for item in inputs:
+        s = os.fspath(item)
+        if s == "-":
+            yield s
+        elif os.path.isdir(s):
+            for root, _, files in sorted(os.walk(s)):
+                for f in sorted(files):
+                    yield os.path.join(root, f)
+        elif any(c in s for c in "*?[") and not os.path.exists(s):
+            found = sorted(_glob.glob(s, recursive=True))
+            if not found:
+                raise FileNotFoundError(f"no file matches {s!r}")
+            yield from (f for f in found if os.path.isfile(f))
+        else:
+            if not os.path.exists(s):
+                raise FileNotFoundError(f"no such file: {s!r}")
+            yield s
+
+
+def _decompressor(path: str, head: bytes) -> Any:
+    if head[:2] == b"\x1f\x8b":
+        return gzip.open(path, "rb")
+    if head[:4] == b"\x28\xb5\x2f\xfd":
+        try:
+            import zstandard
+        except ImportError:
+            raise RuntimeError(f"{path} is zstd-compressed: install the zstandard package "
+                               f"(pip install 'chunkcodec[zstd]')") from None
+        return zstandard.ZstdDecompressor().stream_reader(open(path, "rb"), closefd=True)
+    return None
+
+
+def open_stream(path: str) -> Any:
+    """A binary file object of the decompressed contents ('-': stdin)."""
+    if path == "-":
+        return sys.stdin.buffer
+    with open(path, "rb") as f:
+        head = f.read(4)
+    d = _decompressor(path, head)
+    return d if d is not None else open(path, "rb")
+
+
+def _load(source: Any) -> tuple[Any, str, Any]:
+    """(buffer, name, closer) for scan: an mmap of a plain file, else the bytes in memory."""
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return source, "<bytes>", None
+    path = os.fspath(source)
+    if path == "-":
+        return sys.stdin.buffer.read(), "<stdin>", None
+    with open(path, "rb") as f:
+        head = f.read(4)
+        d = _decompressor(path, head)
+        if d is None:
+            if os.fstat(f.fileno()).st_size == 0:
+                return b"", path, None
+            m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            return m, path, m
+    with d:
+        return _read_all(d, path), path, None
+
+
+def _read_all(f: Any, path: str) -> bytes:
+    out = io.BytesIO()
+    read = getattr(f, "read1", f.read)
+    try:
+        while True:
+            piece = read(1 << 20)
+            if not piece:
+                break
+            out.write(piece)
+    except (EOFError, OSError) as exc:   # a gzip member cut short: keep what came before it
+        raise _Truncated(out.getvalue(), f"{path}: compressed data ends early ({exc})") from None
+    return out.getvalue()
+
+
+class _Truncated(Exception):
+    def __init__(self, data: bytes, msg: str):
+        super().__init__(msg)
+        self.data = data
+
+
+# ------------------------------------------------------------------------------------------------
+# scan
+
+class Index:
+    """The columnar index of one log: a row per frame, numpy columns, no object per chunk.
+
+    offset, length: where the frame's JSON text is (absolute byte offsets); type: a code,
+    ``type_names[code]`` is the chunk type (``<corrupt>`` for a frame that is not a well-formed
+    object, ``<unknown>`` for a type not in this version); run: index into ``run_ids`` (-1: no
+    runId); text_off, text_len: for delta frames the span of the delta text, still JSON-escaped
+    (-1 / 0 otherwise).
+    """
+
+    def __init__(self, cols: tuple, run_ids: list, buffer: Any, source: str, framing: str):
+        self.offset, self.length, self.type, self.run, self.text_off, self.text_len = cols
+        self.run_ids = run_ids
+        self.type_names = TYPE_NAMES
+        self.buffer = buffer
+        self.source = source
+        self.framing = framing
+        #: a compressed input that ends early: where its data stops (None when whole)
+        self.cut: CorruptRegion | None = None
+
+    def __len__(self) -> int:
+        return len(self.offset)
+
+    def __repr__(self) -> str:
+        return (f"<chunkcodec.bulk.Index {self.source!r}: {len(self)} frames, {len(self.run_ids)} runs, "
+                f"{self.framing}>")
+
+    @property
+    def nbytes(self) -> int:
+        return len(self.buffer)
+
+    def frame(self, i: int) -> bytes:
+        o, n = int(self.offset[i]), int(self.length[i])
+        return bytes(self.buffer[o:o + n])
+
+    def text(self, i: int) -> str | None:
+        """The delta text of row i, decoded; None for a row that is not a delta."""
+        o = int(self.text_off[i])
+        if o < 0:
+            return None
+        raw = bytes(self.buffer[o:o + int(self.text_len[i])])
+        return raw.decode("utf-8") if b"\\" not in raw else msgspec.json.decode(b'"' + raw + b'"')
+
+    def type_counts(self) -> dict:
+        counts = np.bincount(self.type, minlength=len(TYPE_NAMES))
+        return {TYPE_NAMES[i]: int(c) for i, c in enumerate(counts) if c}
+
+    def corrupt(self) -> list:
+        """The frames that could not be read, as CorruptRegion."""
+        rows = np.flatnonzero(self.type == CORRUPT)
+        found = [CorruptRegion(self.source, int(self.offset[r]), int(self.length[r]),
+                               "not a well-formed JSON object (cut short, or not JSON)") for r in rows]
+        return found + ([self.cut] if self.cut is not None else [])
+
+    def to_arrow(self) -> Any:
+        """A pyarrow Table: offset, length, type (dictionary), run_id (dictionary), text_off,
+        text_len.  Needs pyarrow (``pip install 'chunkcodec[arrow]'``)."""
+        pa = _pyarrow()
+        type_col = pa.DictionaryArray.from_arrays(pa.array(self.type.astype(np.int32)),
+                                                  pa.array(TYPE_NAMES))
+        runs = pa.array(self.run, mask=self.run < 0)
+        run_col = pa.DictionaryArray.from_arrays(runs, pa.array(self.run_ids, pa.string()))
+        return pa.table({"offset": self.offset, "length": self.length, "type": type_col,
+                         "run_id": run_col, "text_off": self.text_off, "text_len": self.text_len})
+
+
+def _pyarrow() -> Any:
+    try:
+        import pyarrow
+    except ImportError:
+        raise RuntimeError("Arrow export needs pyarrow: pip install 'chunkcodec[arrow]'") from None
+    return pyarrow
+
+
+def _framing_of(buf: Any, framing: str) -> int:
+    if framing != "auto":
+        if framing not in _FRAMINGS:
+            raise ValueError(f"scan reads 'sse', 'rs' or 'ndjson' logs (or 'auto'), got {framing!r}")
+        return _FRAMINGS[framing]
+    fr, _ = _reference.detect_framing(bytes(buf[:65536]), True)
+    if fr == _reference.JSON:
+        raise ValueError("this looks like one JSON document, not a log of frames; use iter_chunks")
+    return fr if fr != _reference.AUTO else _reference.NDJSON
+
+
+def _decode_run_id(raw: bytes) -> str:
+    return raw.decode("utf-8", "replace") if b"\\" not in raw else msgspec.json.decode(b'"' + raw + b'"')
+
+
+def scan(source: Any, framing: str = "auto", workers: int | None = None) -> Index:
+    """Index a log (see :class:`Index`).  workers: threads (default: the CPUs this process may
+    use); the result does not depend on it."""
+    cut = None
+    try:
+        buf, name, _ = _load(source)
+    except _Truncated as exc:
+        buf, name = exc.data, os.fspath(source)
+        cut = CorruptRegion(name, len(buf), 0, str(exc).split(": ", 1)[1])
+    idx = _scan(buf, name, framing, workers)
+    idx.cut = cut
+    return idx
+
+
+def _scan(buf: Any, name: str, framing: str, workers: int | None) -> Index:
+    fr = _framing_of(buf, framing)
+    if _bulk is None or os.environ.get("CHUNKCODEC_NO_EXTENSIONS"):
+        cols, runs = _scan_reference(buf, fr)
+        return Index(cols, runs, buf, name, _reference._NAMES[fr])
+    n = len(buf)
+    if workers is None:
+        workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    parts = max(1, min(workers, n // MIN_PART_BYTES or 1))
+    cuts = [0] + [_bulk.boundary(buf, n * k // parts, fr) for k in range(1, parts)] + [n]
+    ranges = [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a] or [(0, 0)]
+    if len(ranges) == 1:
+        results = [_bulk.scan_range(_TYPES, buf, ranges[0][0], ranges[0][1], fr)]
+    else:
+        with ThreadPoolExecutor(len(ranges)) as ex:
+            results = list(ex.map(lambda r: _bulk.scan_range(_TYPES, buf, r[0], r[1], fr), ranges))
+    return Index(*_merge(results), buf, name, _reference._NAMES[fr])
+
+
+def _merge(results: list) -> tuple:
+    """Concatenate per-range columns; renumber runs in global order of first appearance."""
+    seen: dict = {}
+    cols_out = []
+    for cols, runs in results:
+        lut = np.array([seen.setdefault(r, len(seen)) for r in runs] + [-1], dtype=np.int32)
+        run = cols[3]
+        cols_out.append(cols[:3] + (lut[run],) + cols[4:])   # -1 indexes the trailing -1
+    cols = cols_out[0] if len(cols_out) == 1 else tuple(np.concatenate(c) for c in zip(*cols_out))
+    return cols, [_decode_run_id(r) for r in seen]
+
+
+def _scan_reference(buf: Any, fr: int) -> tuple:
+    """The plain-Python index: the same columns from msgspec-decoded frames (the text span is
+    found by re-locating the delta's escaped text inside the frame)."""
+    data = bytes(buf)
+    frames, _ = _reference.split_frames(fr, data, True)
+    off, ln, ty, rn, toff, tln = [], [], [], [], [], []
+    runs: dict = {}
+    for kind, start, length, _, _ in frames:
+        if kind == _reference.DONE_KIND:
+            continue
+        frame = data[start:start + length]
+        off.append(start)
+        ln.append(length)
+        t_off, t_len, run = -1, 0, -1
+        if kind == _reference.MULTI_KIND:
+            code = MULTI
+        else:
+            try:
+                obj = msgspec.json.decode(frame)
+            except (msgspec.DecodeError, UnicodeDecodeError):
+                obj = None
+            if not isinstance(obj, dict):
+                code = CORRUPT
+            else:
+                t = obj.get("type")
+                code = _CODE.get(t, DATA if isinstance(t, str) and t.startswith("data-") and len(t) > 5
+                                 else UNKNOWN) if isinstance(t, str) else UNKNOWN
+                rid = obj.get("runId")
+                if isinstance(rid, str):
+                    raw = msgspec.json.encode(rid)[1:-1]
+                    run = runs.setdefault(raw, len(runs))
+                key = _DELTAS.get(code)
+                p = obj.get("payload")
+                if key and isinstance(p, dict) and isinstance(p.get(key), str):
+                    esc = msgspec.json.encode(p[key])
+                    at = frame.rfind(b'"' + key.encode() + b'":' + esc)
+                    if at >= 0:
+                        t_off, t_len = start + at + len(key) + 4, len(esc) - 2
+        ty.append(code)
+        rn.append(run)
+        toff.append(t_off)
+        tln.append(t_len)
+    cols = (np.array(off, np.int64), np.array(ln, np.int64), np.array(ty, np.int16),
+            np.array(rn, np.int32), np.array(toff, np.int64), np.array(tln, np.int64))
+    return cols, [_decode_run_id(r) for r in runs]
+
+
+# ------------------------------------------------------------------------------------------------
+# reconstruct and stats
+
+def _file_pieces(path: str, errors: list, strict: bool) -> Iterator[Any]:
+    """The decompressed bytes of one input in 1 MB pieces; a cut compressed stream is reported
+    in errors (or raised when strict) after what came before it."""
+    f = open_stream(path)
+    # read1: one decompression step per call, so a member cut short loses nothing before it
+    read = getattr(f, "read1", f.read)
+    try:
+        while True:
+            try:
+                piece = read(1 << 20)
+            except (EOFError, OSError) as exc:
+                region = CorruptRegion(path, -1, 0, f"compressed data ends early ({exc})")
+                if strict:
+                    raise DecodeError(str(region)) from None
+                errors.append(region)
+                return
+            if not piece:
+                return
+            yield piece
+    finally:
+        if f is not sys.stdin.buffer:
+            f.close()
+
+
+def _buffer_pieces(buf: Any) -> Iterator[Any]:
+    view = memoryview(buf)
+    for i in range(0, len(view), 1 << 20):
+        yield view[i:i + (1 << 20)]
+
+
+def _runs(pieces: Iterable[Any], name: str, framing: str, strict: bool, errors: list) -> Iterator[Any]:
+    """RunOutputs from a stream of pieces, each yielded as soon as its finish chunk arrived."""
+    from . import Accumulator
+    acc = Accumulator(framing, errors="strict" if strict else "keep")
+    try:
+        for piece in pieces:
+            acc.feed(piece)
+            yield from acc.pop_finished()
+        acc.close()
+    except DecodeError as exc:
+        raise type(exc)(f"{name}: {exc}", exc.pos, exc.frame_index, exc.frame) from None
+    errors.extend(CorruptRegion(name, inv.pos, len(inv.raw), str(inv.error)) for inv in acc.invalid_frames)
+    yield from acc.pop_results()
+
+
+def reconstruct(inputs: Any, framing: str = "auto", strict: bool = False,
+                errors: list | None = None) -> Iterator[Any]:
+    """One RunOutput per run (what the accumulator gives), streamed: a run is yielded when its
+    finish chunk arrives, the rest at the end of its file, so memory is bounded by the runs in
+    flight, not by the file.
+
+    Lenient by default: a corrupt frame (a cut line, binary garbage) or a half-written gzip
+    member is skipped and appended to `errors` as a CorruptRegion with file and byte offset;
+    strict=True raises at the first one instead.  Every other run is still reconstructed.
+    """
+    errs = errors if errors is not None else []
+    for path in iter_sources(inputs):
+        name = "<stdin>" if path == "-" else path
+        yield from _runs(_file_pieces(path, errs, strict), name, framing, strict, errs)
+
+
+class Stats(msgspec.Struct):
+    """What ``stats`` counts over one or more logs."""
+    bytes: int = 0
+    frames: int = 0
+    runs: int = 0
+    chunk_types: dict = msgspec.field(default_factory=dict)
+    finish_reasons: dict = msgspec.field(default_factory=dict)
+    status: dict = msgspec.field(default_factory=dict)
+    tokens: dict = msgspec.field(default_factory=dict)
+    tool_calls: dict = msgspec.field(default_factory=dict)
+    tool_errors: dict = msgspec.field(default_factory=dict)
+    corrupt: list = msgspec.field(default_factory=list)
+
+
+def _add(d: dict, k: Any, n: int = 1) -> None:
+    d[k] = d.get(k, 0) + n
+
+
+def stats(inputs: Any, framing: str = "auto", strict: bool = False) -> Stats:
+    """Counts per chunk type (from the index), runs, tokens summed over the runs' total usage,
+    tool calls and tool errors per tool, finish reasons, status, bytes, and corrupt regions."""
+    st = Stats()
+    for path in iter_sources(inputs):
+        idx = scan(path, framing)
+        name = idx.source if path != "-" else "<stdin>"
+        st.bytes += idx.nbytes
+        st.frames += len(idx)
+        for k, v in idx.type_counts().items():
+            _add(st.chunk_types, k, v)
+        found: list = []
+        for run in _runs(_buffer_pieces(idx.buffer), name, idx.framing, strict, found):
+            st.runs += 1
+            _add(st.finish_reasons, run.finish_reason)
+            _add(st.status, run.status)
+            for k, v in (run.total_usage or {}).items():
+                if isinstance(v, int) and not isinstance(v, bool):
+                    _add(st.tokens, k, v)
+            for c in run.tool_calls:
+                _add(st.tool_calls, c.payload.toolName)
+            for e in run.tool_errors:
+                _add(st.tool_errors, e.payload.toolName)
+        st.corrupt.extend(found)
+    return st

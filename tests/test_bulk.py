@@ -1,0 +1,256 @@
+"""chunkcodec.bulk: the index (native against the plain-Python reference, one thread against
+several), reconstruct against the accumulator, stats against a plain count, inputs and corrupt
+regions."""
+
+import gzip
+import json
+import pathlib
+import sys
+
+import msgspec
+import pytest
+
+import chunkcodec
+from chunkcodec import bulk
+
+from conftest import CORPUS
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "bench"))
+import gen  # noqa: E402
+
+COLS = ("offset", "length", "type", "run", "text_off", "text_len")
+CHUNK_FILES = sorted((CORPUS / "chunks").glob("*.jsonl"))
+WIRE_FILES = sorted((CORPUS / "wire").glob("*.sse"))
+
+
+def _columns(idx):
+    return tuple(getattr(idx, c).tolist() for c in COLS) + (idx.run_ids, idx.framing)
+
+
+@pytest.fixture
+def reference(monkeypatch):
+    def run(*args, **kw):
+        with monkeypatch.context() as m:
+            m.setenv("CHUNKCODEC_NO_EXTENSIONS", "1")
+            return bulk.scan(*args, **kw)
+    return run
+
+
+@pytest.fixture(scope="module")
+def log():
+    return gen.framed(gen.interleaved(runs=30, deltas=40, seed=3), "ndjson")
+
+
+def _corrupted(data):
+    lines = data.split(b"\n")
+    lines[5] = lines[5][: len(lines[5]) // 2]              # a cut line
+    lines[9] = b"\x00\xff\xfe garbage \x01"                   # binary garbage
+    lines[14] = lines[14] + b"}"                            # unbalanced
+    return b"\n".join(lines)
+
+
+@pytest.mark.parametrize("path", CHUNK_FILES + WIRE_FILES, ids=lambda p: p.name)
+def test_native_index_equals_reference(path, reference):
+    assert _columns(bulk.scan(path)) == _columns(reference(path))
+
+
+def test_generated_log_and_corruption_native_equals_reference(log, reference):
+    for data in (log, _corrupted(log), gen.framed(gen.interleaved(5, 10, 1), "sse"),
+                 gen.framed(gen.interleaved(5, 10, 1), "rs")):
+        assert _columns(bulk.scan(data)) == _columns(reference(data))
+
+
+def test_index_matches_the_decoder(log):
+    idx = bulk.scan(log)
+    chunks = list(chunkcodec.iter_chunks(log))
+    assert len(idx) == len(chunks)
+    for i, c in enumerate(chunks):
+        tag = getattr(c, "type", None) or type(c).__struct_config__.tag
+        assert idx.type_names[idx.type[i]] == tag
+        assert idx.run_ids[idx.run[i]] == c.runId
+        if tag in ("text-delta", "reasoning-delta"):
+            assert idx.text(i) == c.payload.text
+        elif tag == "tool-call-delta":
+            assert idx.text(i) == c.payload.argsTextDelta
+        else:
+            assert idx.text(i) is None
+        assert chunkcodec.decode(idx.frame(i)) == c
+    # runs are numbered in order of first appearance
+    firsts = [c.runId for c in chunks]
+    assert idx.run_ids == list(dict.fromkeys(firsts))
+
+
+@pytest.mark.parametrize("workers", [2, 3, 7])
+def test_threads_give_the_single_thread_result(log, workers, monkeypatch, tmp_path):
+    monkeypatch.setattr(bulk, "MIN_PART_BYTES", 1000)
+    for data in (log, _corrupted(log), gen.framed(gen.interleaved(8, 20, 5), "sse")):
+        p = tmp_path / "log"
+        p.write_bytes(data)
+        assert _columns(bulk.scan(p, workers=workers)) == _columns(bulk.scan(p, workers=1))
+
+
+def test_corrupt_frames_are_indexed_and_reported(log, reference):
+    data = _corrupted(log)
+    idx = bulk.scan(data)
+    starts = [0]
+    for line in data.split(b"\n")[:-1]:
+        starts.append(starts[-1] + len(line) + 1)
+    bad = idx.corrupt()
+    assert [c.offset for c in bad] == [starts[5], starts[9], starts[14]]
+    assert all(c.source == "<bytes>" and "not a well-formed JSON object" in str(c) for c in bad)
+    assert idx.type_counts()["<corrupt>"] == 3
+
+
+def test_unknown_and_data_types_and_missing_run_ids():
+    data = (b'{"type":"brand-new","runId":"r1","payload":{}}\n{"type":"data-progress","data":{"x":"}"}}\n'
+            b'{"runId":"r2","payload":{"type":"text-delta"}}\n[1,2]\n')
+    idx = bulk.scan(data, "ndjson")
+    assert [idx.type_names[t] for t in idx.type] == ["<unknown>", "data-*", "<unknown>", "<corrupt>"]
+    assert idx.run.tolist() == [0, -1, 1, -1] and idx.run_ids == ["r1", "r2"]
+
+
+def test_scan_inputs(tmp_path, log):
+    gz = tmp_path / "log.ndjson.gz"
+    gz.write_bytes(gzip.compress(log))
+    assert _columns(bulk.scan(gz)) == _columns(bulk.scan(log))
+    assert len(bulk.scan(b"")) == 0
+    with pytest.raises(ValueError, match="one JSON document"):
+        bulk.scan(b'[{"type":"start"}]')
+    with pytest.raises(FileNotFoundError):
+        list(bulk.iter_sources(str(tmp_path / "nope*.jsonl")))
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "b.jsonl").write_bytes(b"")
+    (tmp_path / "d" / "a.jsonl").write_bytes(b"")
+    assert [pathlib.Path(p).name for p in bulk.iter_sources(tmp_path / "d")] == ["a.jsonl", "b.jsonl"]
+
+
+# ------------------------------------------------------------------------------------------------
+# reconstruct and stats
+
+def _view(r):
+    return msgspec.to_builtins(r.to_mastra())
+
+
+def test_reconstruct_gives_the_accumulators_results(tmp_path):
+    got = [_view(r) for r in bulk.reconstruct(CHUNK_FILES)]
+    want = [_view(r) for p in CHUNK_FILES for r in chunkcodec.accumulate(p.read_bytes())]
+    assert sorted(map(json.dumps, got)) == sorted(map(json.dumps, want))
+    # a directory, a glob and gzip give the same
+    d = tmp_path / "logs"
+    d.mkdir()
+    for p in CHUNK_FILES[:5]:
+        (d / (p.name + ".gz")).write_bytes(gzip.compress(p.read_bytes()))
+    five = sorted(json.dumps(_view(r)) for p in CHUNK_FILES[:5] for r in chunkcodec.accumulate(p.read_bytes()))
+    assert sorted(json.dumps(_view(r)) for r in bulk.reconstruct(d)) == five
+    assert sorted(json.dumps(_view(r)) for r in bulk.reconstruct(str(d / "*.gz"))) == five
+
+
+def test_reconstruct_streams_finished_runs_before_the_end(log):
+    """Runs come out as their finish arrives: the first result is ready long before the file ends."""
+    import io
+    fed = []
+
+    class Reader(io.BytesIO):
+        def read(self, n=-1):
+            piece = super().read(min(n, 4096))
+            fed.append(len(piece))
+            return piece
+
+    it = bulk._runs(iter(lambda r=Reader(log): r.read(4096), b""), "x", "auto", False, [])
+    first = next(it)
+    assert first.status == "success" and sum(fed) < len(log)
+
+
+def test_corrupt_regions_are_skipped_or_stop_with_strict(tmp_path, log):
+    data = _corrupted(log)
+    p = tmp_path / "bad.ndjson"
+    p.write_bytes(data)
+    errors = []
+    runs = list(bulk.reconstruct(p, errors=errors))
+    assert len(runs) == 30
+    assert [e.offset for e in errors] == [c.offset for c in bulk.scan(data).corrupt()]
+    assert all(e.source == str(p) for e in errors)
+    with pytest.raises(chunkcodec.DecodeError, match=rf"^{p}: .*\(byte \d+, frame 5\)"):
+        list(bulk.reconstruct(p, strict=True))
+
+
+def test_half_written_gzip_member(tmp_path, log):
+    whole = gzip.compress(log)
+    p = tmp_path / "cut.ndjson.gz"
+    p.write_bytes(whole + gzip.compress(log)[: len(whole) // 2])
+    errors = []
+    runs = list(bulk.reconstruct(p, errors=errors))
+    assert len(runs) >= 30 and any("compressed data ends early" in e.reason for e in errors)
+    with pytest.raises(chunkcodec.DecodeError, match="compressed data ends early"):
+        list(bulk.reconstruct(p, strict=True))
+    assert bulk.scan(p).corrupt()[-1].reason.startswith("Compressed file ended") or bulk.scan(p).cut is not None
+
+
+def test_stats_match_a_plain_count(tmp_path, log):
+    p = tmp_path / "log.ndjson"
+    p.write_bytes(log)
+    st = bulk.stats(p)
+    objs = [json.loads(line) for line in log.splitlines() if line]
+    types = {}
+    for o in objs:
+        types[o["type"]] = types.get(o["type"], 0) + 1
+    assert st.chunk_types == types and st.frames == len(objs) and st.bytes == len(log)
+    runs = {o["runId"] for o in objs}
+    assert st.runs == len(runs)
+    finishes = [o for o in objs if o["type"] == "finish"]
+    reasons = {}
+    for o in finishes:
+        reasons[o["payload"]["stepResult"]["reason"]] = reasons.get(o["payload"]["stepResult"]["reason"], 0) + 1
+    assert st.finish_reasons == reasons
+    # Mastra's total usage is the sum over the steps (the finish chunk's own usage only fills gaps)
+    steps = [o for o in objs if o["type"] == "step-finish"]
+    for k in ("inputTokens", "outputTokens", "totalTokens"):
+        assert st.tokens[k] == sum(o["payload"]["output"]["usage"][k] for o in steps)
+    calls = {}
+    for o in objs:
+        if o["type"] == "tool-call":
+            calls[o["payload"]["toolName"]] = calls.get(o["payload"]["toolName"], 0) + 1
+    assert st.tool_calls == calls
+
+
+# ------------------------------------------------------------------------------------------------
+# command line
+
+def test_cli_reconstruct_and_stats(tmp_path, log, capsysbinary):
+    from chunkcodec.cli import main
+    p = tmp_path / "log.ndjson"
+    p.write_bytes(_corrupted(log))
+    assert main(["reconstruct", str(p), "--format", "json"]) == 1       # corrupt regions: exit 1
+    out, err = capsysbinary.readouterr()
+    runs = [json.loads(line) for line in out.splitlines()]
+    assert len(runs) == 30 and err.count(b"skipped corrupt region") == 3
+    assert main(["reconstruct", str(p), "--strict"]) == 1
+    assert b"error:" in capsysbinary.readouterr()[1]
+    q = tmp_path / "ok.ndjson"
+    q.write_bytes(log)
+    assert main(["stats", str(q), "--json"]) == 0
+    st = json.loads(capsysbinary.readouterr()[0])
+    assert st["runs"] == 30 and st == json.loads(msgspec.json.encode(bulk.stats(q)))
+    assert main(["stats", str(q)]) == 0
+    assert b"chunk types:" in capsysbinary.readouterr()[0]
+    assert main(["stats", str(tmp_path / "missing.ndjson")]) == 1
+    assert b"no such file" in capsysbinary.readouterr()[1]
+
+
+def test_zstd_input(tmp_path, log):
+    zstandard = pytest.importorskip("zstandard")
+    p = tmp_path / "log.ndjson.zst"
+    p.write_bytes(zstandard.ZstdCompressor().compress(log))
+    assert _columns(bulk.scan(p))[:-1] == _columns(bulk.scan(log))[:-1]
+    assert len(list(bulk.reconstruct(p))) == 30
+
+
+def test_index_to_arrow(log):
+    pa = pytest.importorskip("pyarrow")
+    idx = bulk.scan(_corrupted(log))
+    t = idx.to_arrow()
+    assert t.num_rows == len(idx) and t.column_names == ["offset", "length", "type", "run_id", "text_off", "text_len"]
+    assert t.column("type").to_pylist() == [idx.type_names[c] for c in idx.type]
+    assert t.column("run_id").to_pylist() == [idx.run_ids[r] if r >= 0 else None for r in idx.run]
+    assert t.column("offset").to_pylist() == idx.offset.tolist()
+    assert isinstance(t, pa.Table)
