@@ -183,7 +183,10 @@ def test_half_written_gzip_member(tmp_path, log):
     assert len(runs) >= 30 and any("compressed data ends early" in e.reason for e in errors)
     with pytest.raises(chunkcodec.DecodeError, match="compressed data ends early"):
         list(bulk.reconstruct(p, strict=True))
-    assert bulk.scan(p).corrupt()[-1].reason.startswith("Compressed file ended") or bulk.scan(p).cut is not None
+    idx = bulk.scan(p)
+    assert idx.cut is not None and idx.corrupt()[-1] == idx.cut
+    assert idx.cut.reason.startswith("compressed data ends early") and idx.cut.offset == len(idx.buffer)
+    assert len(idx.run_ids) >= 30
 
 
 def test_stats_match_a_plain_count(tmp_path, log):
