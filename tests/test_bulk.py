@@ -187,6 +187,9 @@ def test_half_written_gzip_member(tmp_path, log):
     assert idx.cut is not None and idx.corrupt()[-1] == idx.cut
     assert idx.cut.reason.startswith("compressed data ends early") and idx.cut.offset == len(idx.buffer)
     assert len(idx.run_ids) >= 30
+    assert bulk.stats(p).corrupt[-1] == idx.cut          # stats reports the cut too
+    with pytest.raises(chunkcodec.DecodeError, match="compressed data ends early"):
+        bulk.stats(p, strict=True)
 
 
 def test_stats_match_a_plain_count(tmp_path, log):

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import glob as _glob
 import gzip
-import io
 import mmap
 import os
 import sys
@@ -112,43 +111,22 @@ def open_stream(path: str) -> Any:
     return d if d is not None else open(path, "rb")
 
 
-def _load(source: Any) -> tuple[Any, str, Any]:
-    """(buffer, name, closer) for scan: an mmap of a plain file, else the bytes in memory."""
+def _load(source: Any) -> tuple[Any, str, CorruptRegion | None]:
+    """(buffer, name, cut) for scan: an mmap of a plain file, else the bytes in memory; cut is
+    where a compressed input ends early (None when it is whole)."""
     if isinstance(source, (bytes, bytearray, memoryview)):
         return source, "<bytes>", None
     path = os.fspath(source)
     if path == "-":
         return sys.stdin.buffer.read(), "<stdin>", None
     with open(path, "rb") as f:
-        head = f.read(4)
-        d = _decompressor(path, head)
-        if d is None:
+        if _decompressor(path, f.read(4)) is None:
             if os.fstat(f.fileno()).st_size == 0:
                 return b"", path, None
-            m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-            return m, path, m
-    with d:
-        return _read_all(d, path), path, None
-
-
-def _read_all(f: Any, path: str) -> bytes:
-    out = io.BytesIO()
-    read = getattr(f, "read1", f.read)
-    try:
-        while True:
-            piece = read(1 << 20)
-            if not piece:
-                break
-            out.write(piece)
-    except (EOFError, OSError) as exc:   # a gzip member cut short: keep what came before it
-        raise _Truncated(out.getvalue(), f"{path}: compressed data ends early ({exc})") from None
-    return out.getvalue()
-
-
-class _Truncated(Exception):
-    def __init__(self, data: bytes, msg: str):
-        super().__init__(msg)
-        self.data = data
+            return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ), path, None
+    cuts: list = []
+    data = b"".join(_file_pieces(path, cuts, False))
+    return data, path, (CorruptRegion(path, len(data), 0, cuts[0].reason) if cuts else None)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -246,12 +224,7 @@ def _decode_run_id(raw: bytes) -> str:
 def scan(source: Any, framing: str = "auto", workers: int | None = None) -> Index:
     """Index a log (see :class:`Index`).  workers: threads (default: the CPUs this process may
     use); the result does not depend on it."""
-    cut = None
-    try:
-        buf, name, _ = _load(source)
-    except _Truncated as exc:
-        buf, name = exc.data, os.fspath(source)
-        cut = CorruptRegion(name, len(buf), 0, str(exc).split(": ", 1)[1])
+    buf, name, cut = _load(source)
     idx = _scan(buf, name, framing, workers)
     idx.cut = cut
     return idx
@@ -428,6 +401,8 @@ def stats(inputs: Any, framing: str = "auto", strict: bool = False) -> Stats:
         st.frames += len(idx)
         for k, v in idx.type_counts().items():
             _add(st.chunk_types, k, v)
+        if strict and idx.cut is not None:
+            raise DecodeError(str(idx.cut))
         found: list = []
         for run in _runs(_buffer_pieces(idx.buffer), name, idx.framing, strict, found):
             st.runs += 1
@@ -440,5 +415,5 @@ def stats(inputs: Any, framing: str = "auto", strict: bool = False) -> Stats:
                 _add(st.tool_calls, c.payload.toolName)
             for e in run.tool_errors:
                 _add(st.tool_errors, e.payload.toolName)
-        st.corrupt.extend(found)
+        st.corrupt.extend(found + ([idx.cut] if idx.cut is not None else []))   # in byte order
     return st

@@ -87,9 +87,8 @@ def _error_text(err: Any) -> str:
     if isinstance(err, str):
         return err
     if isinstance(err, dict):
-        for k in ("message",):
-            if isinstance(err.get(k), str):
-                return err[k]
+        if isinstance(err.get("message"), str):
+            return err["message"]
         cause = err.get("cause")
         if isinstance(cause, dict) and isinstance(cause.get("message"), str):
             return cause["message"]
@@ -344,7 +343,6 @@ class _RunOut:
         self.tools: dict = {}           # call id -> (name, args)
         self.turn: Optional[T.TurnFinished] = None
         self.in_step = False
-        self.steps_reason: Optional[T.FinishReason] = None
 
 
 def _chunks_to_mastra(events: Iterable[Any], default_run: str) -> Iterator[Any]:

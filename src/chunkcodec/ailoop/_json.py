@@ -19,7 +19,7 @@ from typing import Any, Optional, Union
 import msgspec
 from msgspec import Struct
 
-from ..errors import DecodeError, EncodeError, from_msgspec
+from ..errors import DecodeError, EncodeError, InvalidFrame, from_msgspec
 from . import _types as T
 
 __all__ = ["decode_event", "encode_event", "decode_message", "encode_message", "to_builtins",
@@ -364,33 +364,42 @@ def _variant_errors(exc: msgspec.ValidationError, what: str) -> msgspec.Validati
 _BLOCK_PATH = re.compile(r"\.(User|Assistant)\.blocks\[\d+\]$")
 
 
-def decode_event(frame: Any, frame_index: int = 0, frame_pos: int = 0) -> Any:
-    """One event from its JSON text; raises ValidationError / DecodeError with the position."""
+def _decoding(data: Any, frame_index: int, frame_pos: int, what: str, decoder: Any, unwrap: Any) -> Any:
+    """Decode with an envelope decoder, unwrap, and turn any failure into our DecodeError."""
     try:
         try:
-            env = _event_dec.decode(frame)
+            env = decoder.decode(data)
         except msgspec.ValidationError as exc:
-            raise _variant_errors(exc, "StreamChunk") from None
-        name, v = _one(env, _EVENT_NAMES, "StreamChunk", "$")
-        return _unwrap_event(name, v)
+            raise _variant_errors(exc, what) from None
+        return unwrap(env)
     except _Invalid as exc:
-        raise from_msgspec(msgspec.ValidationError(str(exc)), frame, frame_index, frame_pos) from None
+        raise from_msgspec(msgspec.ValidationError(str(exc)), data, frame_index, frame_pos) from None
     except (msgspec.MsgspecError, UnicodeDecodeError, RecursionError) as exc:
-        raise from_msgspec(exc, frame, frame_index, frame_pos) from None
+        raise from_msgspec(exc, data, frame_index, frame_pos) from None
+
+
+def _event(env: _EventEnv) -> Any:
+    return _unwrap_event(*_one(env, _EVENT_NAMES, "StreamChunk", "$"))
+
+
+def _snapshot(w: _SnapshotW) -> T.Snapshot:
+    if w.version != 1:
+        raise _Invalid(f"unsupported snapshot version {w.version}, expected 1", "$.version")
+    msgs = _messages(w.messages, "$.messages")
+    pinned = w.pinned if w.pinned is not None else [False] * len(msgs)
+    if len(pinned) != len(msgs):
+        raise _Invalid(f"`pinned` has {len(pinned)} entries for {len(msgs)} messages", "$.pinned")
+    return T.Snapshot(msgs, pinned)
+
+
+def decode_event(frame: Any, frame_index: int = 0, frame_pos: int = 0) -> Any:
+    """One event from its JSON text; raises ValidationError / DecodeError with the position."""
+    return _decoding(frame, frame_index, frame_pos, "StreamChunk", _event_dec, _event)
 
 
 def decode_message(data: Any) -> Any:
     """One Message (``{"User":{...}}`` / ``{"Assistant":{...}}``) from its JSON text."""
-    try:
-        try:
-            env = _message_dec.decode(data)
-        except msgspec.ValidationError as exc:
-            raise _variant_errors(exc, "Message") from None
-        return _message(env, "$")
-    except _Invalid as exc:
-        raise from_msgspec(msgspec.ValidationError(str(exc)), data, 0, 0) from None
-    except (msgspec.MsgspecError, UnicodeDecodeError, RecursionError) as exc:
-        raise from_msgspec(exc, data, 0, 0) from None
+    return _decoding(data, 0, 0, "Message", _message_dec, lambda env: _message(env, "$"))
 
 
 def load_snapshot(data: Any) -> T.Snapshot:
@@ -399,22 +408,7 @@ def load_snapshot(data: Any) -> T.Snapshot:
     Like ailoop, rejects a version other than 1 and a ``pinned`` whose length differs from
     ``messages``; a missing ``pinned`` means nothing is pinned.
     """
-    try:
-        try:
-            w = _snapshot_dec.decode(data)
-        except msgspec.ValidationError as exc:
-            raise _variant_errors(exc, "Message") from None
-        if w.version != 1:
-            raise _Invalid(f"unsupported snapshot version {w.version}, expected 1", "$.version")
-        msgs = _messages(w.messages, "$.messages")
-        pinned = w.pinned if w.pinned is not None else [False] * len(msgs)
-        if len(pinned) != len(msgs):
-            raise _Invalid(f"`pinned` has {len(pinned)} entries for {len(msgs)} messages", "$.pinned")
-        return T.Snapshot(msgs, pinned)
-    except _Invalid as exc:
-        raise from_msgspec(msgspec.ValidationError(str(exc)), data, 0, 0) from None
-    except (msgspec.MsgspecError, UnicodeDecodeError, RecursionError) as exc:
-        raise from_msgspec(exc, data, 0, 0) from None
+    return _decoding(data, 0, 0, "Message", _snapshot_dec, _snapshot)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -504,7 +498,6 @@ class FrameDecoder:
 
     def decode_document(self, buf: bytes, pos: int, keep: bool, out: list) -> int:
         """The "json" framing: one JSON value, an event or an array of events."""
-        from ..errors import InvalidFrame
         stripped = buf.strip(b" \t\r\n")
         if not stripped:
             return 0
