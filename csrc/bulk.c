@@ -1,7 +1,8 @@
 /* Bulk indexing of stream logs: see bulk.h.
  *
- * Delta frames (most of any log) go through the hot scanner, which validates them completely and
- * gives the spans of runId and text.  Other frames get a structural scan of their top level only:
+ * Delta frames (most of any log) go through fast_delta, or failing that the hot scanner, or
+ * failing that json_valid: all three validate them completely, as the decoder does, and give the
+ * spans of runId and text.  Other frames get a structural scan of their top level only:
  * the "type" and "runId" string values are read, nested values are skipped by bracket and string
  * matching (escapes honoured) to the end of the frame.  A frame that is not an object, whose
  * brackets or strings do not close, or that has anything after its closing brace is CC_T_CORRUPT.
@@ -14,25 +15,79 @@
 #include "chunkcodec/frame.h"
 #include "chunkcodec/scan.h"
 
-#define FRAME_BATCH 256
+#if defined(__GNUC__) || defined(__clang__)
+#define CC_INLINE static inline __attribute__((always_inline))
+#define ctz64(x) ((size_t)__builtin_ctzll(x))
+#else
+#define CC_INLINE static inline
+static size_t ctz64(uint64_t x) { size_t n = 0; while (!(x & 1)) { x >>= 1; n++; } return n; }
+#endif
 
+/* Bit masks of one 64-byte block, a bit per byte: quotes, backslashes, control bytes (< 0x20),
+ * non-ASCII bytes. */
+typedef struct fast_block { uint64_t quote, bslash, ctl, high; } fast_block;
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+CC_INLINE void block_masks(const char *p, fast_block *m) {
+    const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\'), top = _mm_set1_epi8(0x1F);
+    m->quote = m->bslash = m->ctl = m->high = 0;
+    for (int k = 0; k < 4; k++) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(p + 16 * k));
+        m->quote |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, quote)) << (16 * k);
+        m->bslash |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, bslash)) << (16 * k);
+        m->ctl |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_min_epu8(v, top), v)) << (16 * k);
+        m->high |= (uint64_t)(unsigned)_mm_movemask_epi8(v) << (16 * k);
+    }
+}
+#else
+CC_INLINE void block_masks(const char *p, fast_block *m) {
+    m->quote = m->bslash = m->ctl = m->high = 0;
+    for (int k = 0; k < 64; k++) {
+        unsigned char c = (unsigned char)p[k];
+        uint64_t bit = 1ull << k;
+        if (c == '"') m->quote |= bit;
+        else if (c == '\\') m->bslash |= bit;
+        else if (c < 0x20) m->ctl |= bit;
+        else if (c >= 0x80) m->high |= bit;
+    }
+}
+#endif
+
+CC_INLINE uint64_t load64(const char *p) {
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+/* a[0..n) == b[0..n), in 8-byte words (the last one overlapping): the keys and literals compared
+ * here are short, and a call to memcmp costs more than the comparison. */
+CC_INLINE int same(const char *a, const char *b, size_t n) {
+    if (n < 8) return memcmp(a, b, n) == 0;
+    uint64_t d = 0;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) d |= load64(a + i) ^ load64(b + i);
+    if (i < n) d |= load64(a + n - 8) ^ load64(b + n - 8);
+    return d == 0;
+}
+
+/* Keys are run ids, nearly always 36-byte UUIDs: hash the first and last 16 bytes and the length
+ * (a collision only costs a comparison: the table compares whole keys). */
 static uint64_t hash_bytes(const char *p, size_t n) {
-    uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t)n;
-    while (n >= 8) {
-        uint64_t v;
-        memcpy(&v, p, 8);
-        h = (h ^ v) * 0xff51afd7ed558ccdull;
-        h ^= h >> 32;
-        p += 8;
-        n -= 8;
+    uint64_t a, b;
+    if (n >= 16) {
+        a = load64(p) ^ (load64(p + n - 8) * 0x9E3779B97F4A7C15ull);
+        b = load64(p + 8) ^ (load64(p + n - 16) * 0xc4ceb9fe1a85ec53ull);
+    } else {
+        char t[16] = {0};
+        memcpy(t, p, n);
+        a = load64(t);
+        b = load64(t + 8);
     }
-    if (n) {
-        uint64_t v = 0;
-        memcpy(&v, p, n);
-        h = (h ^ v) * 0xc4ceb9fe1a85ec53ull;
-        h ^= h >> 29;
-    }
-    return h ^ (h >> 31);
+    uint64_t h = (a ^ (uint64_t)n) * 0xff51afd7ed558ccdull + b;
+    h ^= h >> 32;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    return h ^ (h >> 29);
 }
 
 int cc_runtab_init(cc_runtab *t, size_t cap) {
@@ -68,13 +123,17 @@ static int runtab_grow(cc_runtab *t) {
 }
 
 /* The run index of a runId, added if new; -2 when out of memory. */
-static int32_t runtab_get(cc_runtab *t, const char *p, size_t n) {
+static inline int32_t runtab_get(cc_runtab *t, const char *p, size_t n) {
     uint64_t h = hash_bytes(p, n);
     size_t j = (size_t)h & (t->cap - 1);
     for (;;) {
         cc_runent *e = &t->ents[j];
         if (!e->p) break;
-        if (e->hash == h && e->len == n && memcmp(e->p, p, n) == 0) return e->idx;
+        /* short keys are compared against the entry's own copy: the first occurrence in the log
+         * is far behind and no longer in cache */
+        if (e->hash == h && e->len == n &&
+            same(n <= CC_RUNKEY_INLINE ? e->key : e->p, p, n))
+            return e->idx;
         j = (j + 1) & (t->cap - 1);
     }
     if ((t->n + 1) * 2 > t->cap) {
@@ -84,6 +143,7 @@ static int32_t runtab_get(cc_runtab *t, const char *p, size_t n) {
     cc_runent *e = &t->ents[j];
     e->p = p;
     e->len = (uint32_t)n;
+    if (n <= CC_RUNKEY_INLINE) memcpy(e->key, p, n);
     e->hash = h;
     e->idx = (int32_t)t->n++;
     return e->idx;
@@ -214,6 +274,128 @@ static size_t member(const char *p, size_t i, size_t n, const char *key, size_t 
     }
 }
 
+/* ---- Full validation, for the delta frames the hot scanner did not take -------------------------
+ * (other key order, extra fields, white space, lone surrogates): such a frame is a delta only if
+ * the decoder reads it, which has json.loads's rules, JavaScript's JSON.parse's but for NaN and
+ * Infinity: escapes (a lone surrogate \udxxx is accepted), no raw control byte in a string, UTF-8,
+ * numbers, literals.  Nesting deeper than JSON_MAX_DEPTH counts as invalid: no delta nests so deep. */
+
+#define JSON_MAX_DEPTH 512
+
+static inline int is_hex(char c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+/* p is just past a backslash: the bytes the escape takes after it, or 0. */
+static size_t v_escape(const char *p, size_t n) {
+    if (!n) return 0;
+    switch (p[0]) {
+    case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
+        return 1;
+    case 'u':
+        return n >= 5 && is_hex(p[1]) && is_hex(p[2]) && is_hex(p[3]) && is_hex(p[4]) ? 5 : 0;
+    default:
+        return 0;
+    }
+}
+
+static size_t v_string(const char *p, size_t i, size_t n) {
+    size_t s = ++i;
+    int high = 0;
+    for (;;) {
+        if (i >= n) return 0;
+        unsigned char c = (unsigned char)p[i];
+        if (c == '"') break;
+        if (c == '\\') {
+            size_t l = v_escape(p + i + 1, n - i - 1);
+            if (!l) return 0;
+            i += 1 + l;
+            continue;
+        }
+        if (c < 0x20) return 0;
+        high |= c >= 0x80;
+        i++;
+    }
+    if (high && !cc_utf8_valid(p + s, i - s)) return 0;
+    return i + 1;
+}
+
+static inline int is_digit(char c) { return c >= '0' && c <= '9'; }
+
+static size_t v_number(const char *p, size_t i, size_t n) {
+    if (i < n && p[i] == '-') i++;
+    if (n - i >= 8 && memcmp(p + i, "Infinity", 8) == 0) return i + 8;
+    if (i >= n || !is_digit(p[i])) return 0;
+    if (p[i] == '0') i++;
+    else while (i < n && is_digit(p[i])) i++;
+    if (i < n && p[i] == '.') {
+        if (++i >= n || !is_digit(p[i])) return 0;
+        while (i < n && is_digit(p[i])) i++;
+    }
+    if (i < n && (p[i] == 'e' || p[i] == 'E')) {
+        if (++i < n && (p[i] == '+' || p[i] == '-')) i++;
+        if (i >= n || !is_digit(p[i])) return 0;
+        while (i < n && is_digit(p[i])) i++;
+    }
+    return i;
+}
+
+/* 1 if p[0..n) is one valid JSON value, white space around it allowed. */
+static int json_valid(const char *p, size_t n) {
+    unsigned char stack[JSON_MAX_DEPTH];   /* '{' or '[' */
+    size_t d = 0, i = skip_ws(p, 0, n);
+    for (;;) {
+        /* a value at i */
+        if (i >= n) return 0;
+        char c = p[i];
+        if (c == '{' || c == '[') {
+            i = skip_ws(p, i + 1, n);
+            if (i < n && p[i] == (c == '{' ? '}' : ']')) {
+                i++;
+            } else {
+                if (d == JSON_MAX_DEPTH) return 0;
+                stack[d++] = (unsigned char)c;
+                if (c == '{') goto key;
+                continue;
+            }
+        } else if (c == '"') {
+            if (!(i = v_string(p, i, n))) return 0;
+        } else if (c == '-' || is_digit(c)) {
+            if (!(i = v_number(p, i, n))) return 0;
+        } else if (n - i >= 4 && (memcmp(p + i, "true", 4) == 0 || memcmp(p + i, "null", 4) == 0)) {
+            i += 4;
+        } else if (n - i >= 5 && memcmp(p + i, "false", 5) == 0) {
+            i += 5;
+        } else if (n - i >= 3 && memcmp(p + i, "NaN", 3) == 0) {
+            i += 3;
+        } else if (c == 'I') {
+            if (!(i = v_number(p, i, n))) return 0;
+        } else {
+            return 0;
+        }
+        /* after a value */
+        for (;;) {
+            i = skip_ws(p, i, n);
+            if (d == 0) return i == n;
+            if (i >= n) return 0;
+            if (p[i] == ',') {
+                i = skip_ws(p, i + 1, n);
+                if (stack[d - 1] == '{') goto key;
+                break;
+            }
+            if (p[i] != (stack[d - 1] == '{' ? '}' : ']')) return 0;
+            d--;
+            i++;
+        }
+        continue;
+    key:
+        if (i >= n || p[i] != '"' || !(i = v_string(p, i, n))) return 0;
+        i = skip_ws(p, i, n);
+        if (i >= n || p[i] != ':') return 0;
+        i = skip_ws(p, i + 1, n);
+    }
+}
+
 /* A delta frame the hot scanner did not take (extra fields, other key order): the span of its
  * payload's text (or argsTextDelta) string, found structurally. */
 static int delta_span(const char *p, size_t n, int tool, const char **tp, size_t *tn) {
@@ -226,6 +408,128 @@ static int delta_span(const char *p, size_t n, int tool, const char **tp, size_t
     if (!e) return 0;
     *tp = p + t + 1;
     *tn = e - 1 - (t + 1);
+    return 1;
+}
+
+/* ---- The fast path for delta frames ---------------------------------------------------------
+ * Most of a log is text-delta frames written by Mastra in one shape.  For a frame at the start of
+ * a line (an RS record, an SSE `data: ` line) this reads 64 bytes at a time into bit masks of
+ * quotes, backslashes, control bytes and non-ASCII bytes: the first control byte ends the frame
+ * (LF and 0x1E are control bytes; a JSON frame holds none), the quotes that no escape takes give
+ * the strings, and the bytes between the strings must be the template's exactly.  Escapes and
+ * UTF-8 are checked as the hot scanner checks them (cc_escape_len, cc_utf8_valid), so this path
+ * takes a frame only when cc_scan_hot would, with the same spans; anything else (other key
+ * orders, white space, CRLF, long frames) goes to the general path below. */
+
+#define FAST_MAX_BLOCKS 16     /* frames up to 1 KB; longer ones take the general path */
+#define FAST_MAX_ESCAPES 32
+
+typedef struct fast_frame {
+    const char *p;
+    size_t e;                          /* frame length: p[e] is the terminating control byte */
+    size_t nblk;
+    uint64_t q[FAST_MAX_BLOCKS];       /* string quotes (escaped ones cleared), a bit per byte */
+} fast_frame;
+
+/* The literal lit at *x, then a string up to the next quote: *x is left on that quote and the
+ * string's span is [s, *x). */
+CC_INLINE int lit_str(fast_frame *f, size_t *x, const char *lit, size_t ln, size_t *s) {
+    if (*x + ln > f->e || !same(f->p + *x, lit, ln)) return 0;
+    *x += ln;
+    size_t b = *x >> 6;
+    if (b >= f->nblk) return 0;
+    uint64_t m = f->q[b] & (~0ull << (*x & 63));
+    while (!m) {
+        if (++b >= f->nblk) return 0;
+        m = f->q[b];
+    }
+    *s = *x;
+    *x = (b << 6) + ctz64(m);
+    return 1;
+}
+
+/* A delta frame at p (avail bytes) ended by the control byte sep: 1 with *len, *code and the spans
+ * of its runId and text, or 0 for "not taken". */
+static int fast_delta(const char *p, size_t avail, char sep, const cc_typetab *tt, size_t *len, int16_t *code,
+                      const char **rp, size_t *rn, const char **tp, size_t *tn) {
+    fast_frame fr;
+    uint32_t bs[FAST_MAX_ESCAPES];
+    int nb = 0;
+    size_t high = (size_t)-1;          /* the first non-ASCII byte */
+    /* the type first: other frames (a finish frame may be megabytes) are not read twice */
+    if (avail < 40 || !same(p, "{\"type\":\"", 9) || (p[9] != 't' && p[9] != 'r')) return 0;
+    fr.p = p;
+    for (size_t b = 0;; b++) {
+        fast_block m;
+        size_t pos = b << 6;
+        if (b == FAST_MAX_BLOCKS) return 0;
+        if (avail - pos >= 64) {
+            block_masks(p + pos, &m);
+        } else {
+            char pad[64];
+            memset(pad, 0, sizeof pad);         /* NUL is a control byte: "no terminator here" */
+            memcpy(pad, p + pos, avail - pos);
+            block_masks(pad, &m);
+        }
+        uint64_t keep = m.ctl ? (1ull << ctz64(m.ctl)) - 1 : ~0ull;
+        fr.q[b] = m.quote & keep;
+        if (high == (size_t)-1 && (m.high & keep)) high = pos + ctz64(m.high & keep);
+        for (uint64_t k = m.bslash & keep; k; k &= k - 1) {
+            if (nb == FAST_MAX_ESCAPES) return 0;
+            bs[nb++] = (uint32_t)(pos + ctz64(k));
+        }
+        if (m.ctl) {
+            fr.e = pos + ctz64(m.ctl);
+            fr.nblk = b + 1;
+            break;
+        }
+    }
+    if (fr.e >= avail || p[fr.e] != sep) return 0;
+    /* Walk the escapes in order: the quote of \" is no string end; "\\" and surrogate pairs take
+     * the backslashes inside them. */
+    for (int i = 0; i < nb; i++) {
+        size_t at = bs[i], l = cc_escape_len(p + at + 1, fr.e - at - 1);
+        if (!l) return 0;
+        if (p[at + 1] == '"') fr.q[(at + 1) >> 6] &= ~(1ull << ((at + 1) & 63));
+        while (i + 1 < nb && bs[i + 1] <= at + l) i++;
+    }
+    if (high != (size_t)-1 && !cc_utf8_valid(p + high, fr.e - high)) return 0;
+    /* The template.  Escapes can only sit inside strings: the literals between them hold none. */
+    size_t x = 0, s, rs, ts;
+    int tool = 0;
+    fast_frame *fp = &fr;
+    if (fr.e < 40) return 0;
+    if (p[9] == 't' && p[10] == 'e') {
+        if (!lit_str(fp, &x, "{\"type\":\"text-delta\",\"runId\":\"", 30, &rs)) return 0;
+        *code = tt->hot[CC_HOT_TEXT_DELTA];
+    } else if (p[9] == 'r') {
+        if (!lit_str(fp, &x, "{\"type\":\"reasoning-delta\",\"runId\":\"", 35, &rs)) return 0;
+        *code = tt->hot[CC_HOT_REASONING_DELTA];
+    } else if (p[9] == 't' && p[10] == 'o') {
+        if (!lit_str(fp, &x, "{\"type\":\"tool-call-delta\",\"runId\":\"", 35, &rs)) return 0;
+        *code = tt->hot[CC_HOT_TOOL_CALL_DELTA];
+        tool = 1;
+    } else {
+        return 0;
+    }
+    *rp = p + rs;
+    *rn = x - rs;
+    if (!lit_str(fp, &x, "\",\"from\":\"", 10, &s)) return 0;
+    if (!tool) {
+        if (!lit_str(fp, &x, "\",\"payload\":{\"id\":\"", 19, &s) ||
+            !lit_str(fp, &x, "\",\"text\":\"", 10, &ts))
+            return 0;
+        *tp = p + ts;
+        *tn = x - ts;
+    } else {
+        if (!lit_str(fp, &x, "\",\"payload\":{\"argsTextDelta\":\"", 30, &ts)) return 0;
+        *tp = p + ts;
+        *tn = x - ts;
+        if (!lit_str(fp, &x, "\",\"toolCallId\":\"", 16, &s)) return 0;
+        if (fr.e - x != 3 && !lit_str(fp, &x, "\",\"toolName\":\"", 14, &s)) return 0;
+    }
+    if (fr.e - x != 3 || !same(p + x, "\"}}", 3)) return 0;
+    *len = fr.e;
     return 1;
 }
 
@@ -278,11 +582,15 @@ static int index_frame(const char *buf, int64_t base, const cc_frame_t *f, const
         }
         const char *sp;
         size_t sn;
-        if ((code == tt->hot[CC_HOT_TEXT_DELTA] || code == tt->hot[CC_HOT_REASONING_DELTA] ||
-             code == tt->hot[CC_HOT_TOOL_CALL_DELTA]) &&
-            delta_span(p, n, code == tt->hot[CC_HOT_TOOL_CALL_DELTA], &sp, &sn)) {
-            out->text_off[r] = base + (int64_t)(sp - buf);
-            out->text_len[r] = (int64_t)sn;
+        if (code == tt->hot[CC_HOT_TEXT_DELTA] || code == tt->hot[CC_HOT_REASONING_DELTA] ||
+            code == tt->hot[CC_HOT_TOOL_CALL_DELTA]) {
+            if (!json_valid(p, n)) {
+                code = CC_T_CORRUPT;
+                rp = NULL;
+            } else if (delta_span(p, n, code == tt->hot[CC_HOT_TOOL_CALL_DELTA], &sp, &sn)) {
+                out->text_off[r] = base + (int64_t)(sp - buf);
+                out->text_len[r] = (int64_t)sn;
+            }
         }
     } else {
         code = CC_T_CORRUPT;
@@ -305,23 +613,63 @@ static int index_frame(const char *buf, int64_t base, const cc_frame_t *f, const
     return 1;
 }
 
+/* Index one frame taken by fast_delta. */
+static int index_fast(const char *buf, int64_t base, size_t start, size_t len, int16_t code, const char *rp,
+                      size_t rn, const char *tp, size_t tn, cc_runtab *runs, cc_index *out, scan_state *st) {
+    size_t r = out->n;
+    out->offset[r] = base + (int64_t)start;
+    out->length[r] = (int64_t)len;
+    out->type[r] = code;
+    out->text_off[r] = base + (int64_t)(tp - buf);
+    out->text_len[r] = (int64_t)tn;
+    if (!(st->last_run && rn == st->last_run_n && same(rp, st->last_run, rn))) {
+        int32_t idx = runtab_get(runs, rp, rn);
+        if (idx == -2) return 0;
+        st->last_run = rp;
+        st->last_run_n = rn;
+        st->last_run_idx = idx;
+    }
+    out->run[r] = st->last_run_idx;
+    out->n++;
+    return 1;
+}
+
 ptrdiff_t cc_bulk_scan(int framing, const char *buf, size_t len, int final, int64_t base,
                        const cc_typetab *types, cc_runtab *runs, cc_index *out) {
-    cc_frame_t frames[FRAME_BATCH];
+    cc_frame_t frame;
     scan_state st;
     memset(&st, 0, sizeof st);
     size_t done = 0;
+    /* SSE: an event of one `data: ` line ended by a blank line; RS, NDJSON: a record or line. */
+    const size_t skip = framing == CC_FRAMING_SSE ? 6 : 0;
+    const char sep = framing == CC_FRAMING_RS ? '\x1e' : '\n';
     while (done < len && out->n < out->cap) {
-        size_t room = out->cap - out->n, nf = 0;
-        size_t c = cc_frame_split(framing, buf + done, len - done, final, frames,
-                                  room < FRAME_BATCH ? room : FRAME_BATCH, &nf);
-        for (size_t i = 0; i < nf; i++) {
-            if (frames[i].kind == CC_FK_DONE) continue;
-            frames[i].start += done;
-            if (!index_frame(buf, base, &frames[i], types, runs, out, &st)) return -1;
+        /* the fast path, as long as it takes frames */
+        while (out->n < out->cap && len - done > skip + 40) {
+            const char *p = buf + done;
+            if (skip ? !(p[skip] == '{' && memcmp(p, "data: ", 6) == 0) : p[0] != '{') break;
+            size_t fl, tn, rn;
+            const char *tp, *rp;
+            int16_t code;
+            if (!fast_delta(p + skip, len - done - skip, sep, types, &fl, &code, &rp, &rn, &tp, &tn)) break;
+            size_t next = skip + fl + 1;
+            if (skip) {                                  /* the blank line that ends the event */
+                if (next >= len - done || p[next] != '\n') break;
+                next++;
+            }
+            if (!index_fast(buf, base, done + skip, fl, code, rp, rn, tp, tn, runs, out, &st)) return -1;
+            done += next;
+        }
+        if (done >= len || out->n >= out->cap) break;
+        /* one frame (and the blank lines or keep-alives before it) the general way */
+        size_t nf = 0;
+        size_t c = cc_frame_split(framing, buf + done, len - done, final, &frame, 1, &nf);
+        if (nf && frame.kind != CC_FK_DONE) {
+            frame.start += done;
+            if (!index_frame(buf, base, &frame, types, runs, out, &st)) return -1;
         }
         done += c;
-        if (nf == 0) break;
+        if (c == 0) break;
     }
     return (ptrdiff_t)done;
 }

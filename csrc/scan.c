@@ -123,6 +123,29 @@ static size_t escape_one(const unsigned char *p, size_t n, uint32_t *cp) {
     }
 }
 
+int cc_utf8_valid(const char *buf, size_t n) {
+    const unsigned char *p = (const unsigned char *)buf;
+    size_t i = 0;
+    uint32_t cp;
+    while (i < n) {
+        if (i + 8 <= n) {                       /* eight ASCII bytes at a time */
+            uint64_t w;
+            memcpy(&w, p + i, 8);
+            if (!(w & 0x8080808080808080ull)) { i += 8; continue; }
+        }
+        if (p[i] < 0x80) { i++; continue; }
+        size_t l = utf8_one(p + i, n - i, &cp);
+        if (!l) return 0;
+        i += l;
+    }
+    return 1;
+}
+
+size_t cc_escape_len(const char *p, size_t n) {
+    uint32_t cp;
+    return escape_one((const unsigned char *)p, n, &cp);
+}
+
 /* Is the escape at p (after the backslash, l bytes, decoding to cp) the one JSON.stringify writes? */
 static int canonical_escape(const unsigned char *p, size_t l, uint32_t cp) {
     if (l == 1) return p[0] != '/';

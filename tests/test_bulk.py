@@ -60,6 +60,52 @@ def test_generated_log_and_corruption_native_equals_reference(log, reference):
         assert _columns(bulk.scan(data)) == _columns(reference(data))
 
 
+def _tricky_deltas():
+    """Delta frames around the edges of the native fast path: escapes and multi-byte characters
+    at every offset across a 64-byte block boundary, escaped quotes and backslashes before a
+    closing quote, surrogate pairs, and the invalid ones (lone surrogates, bad escapes, raw
+    control bytes, bad UTF-8, broken structure) that must come out <corrupt> as in the decoder."""
+    rid = "0b1c2d3e-0000-4000-8000-00000000abcd"
+    text = '{"type":"%s","runId":"%s","from":"AGENT","payload":{"id":"t1","text":"%s"}}'
+    tool = '{"type":"tool-call-delta","runId":"%s","from":"AGENT","payload":{"argsTextDelta":"%s","toolCallId":"c1"%s}}'
+    out = []
+    tails = [r'\"', r'\\', r'\\\"', r'\ud83d\ude00', r'\u00e9', "é", "😀", r"a\/b", '\\"x"', r'\\"', "\\",
+             r"\ud800", r"\udc00x", r"\x", "\t"]
+    for pad in range(0, 70, 3):
+        for tail in tails:
+            t = "a" * pad + tail
+            out += [text % ("text-delta", rid, t), text % ("reasoning-delta", rid, t),
+                    tool % (rid, t, ""), tool % (rid, t, ',"toolName":"x%s"' % tail)]
+    out = [f.encode() for f in out]
+    base = b'{"type":"text-delta","runId":"r","from":"AGENT","payload":{"id":"t1","text":"a"}}'
+    out += [base.replace(b'"a"', b'"' + b"x" * 3000 + b'"'), base + b" ", base.replace(b',"from":"AGENT"', b""),
+            base.replace(b'"r"', b'"r\\u0041"'), base[:-1] + b',"x":[1,2.5e3,true,null]}', base + b"}", base[:-1],
+            base.replace(b'"a"', b'"a\xff"'), base.replace(b'"a"', b'"a\xc3"'), base.replace(b'"a"', b'"\xed\xa0\x80"'),
+            base.replace(b'{"id"', b'{ "id"'), base.replace(b'"a"}', b'"a","x":01}'), base.replace(b'"a"}', b'"a","x":tru}')]
+    return out
+
+
+@pytest.mark.parametrize("framing", ["ndjson", "rs", "sse"])
+def test_tricky_delta_frames_native_equals_reference(framing, reference):
+    frames = _tricky_deltas()
+    sep, pre, end = {"ndjson": (b"\n", b"", b""), "rs": (b"\x1e", b"", b""),
+                     "sse": (b"\n\n", b"data: ", b"data: [DONE]\n\n")}[framing]
+    data = b"".join(pre + f + sep for f in frames) + end
+    for d in (data, data if end else data[:-1]):       # with and without the last separator
+        idx = bulk.scan(d, framing)
+        assert _columns(idx) == _columns(reference(d, framing))
+        assert len(idx) == len(frames)
+        for i, f in enumerate(frames):
+            try:
+                c = chunkcodec.decode(f)
+            except chunkcodec.DecodeError:
+                assert idx.type_names[idx.type[i]] == "<corrupt>", f
+                continue
+            assert idx.type_names[idx.type[i]] == type(c).__struct_config__.tag
+            want = c.payload.argsTextDelta if isinstance(c, chunkcodec.ToolCallDelta) else c.payload.text
+            assert idx.text(i) == want
+
+
 def test_index_matches_the_decoder(log):
     idx = bulk.scan(log)
     chunks = list(chunkcodec.iter_chunks(log))

@@ -9,6 +9,7 @@ runs them on threads and merges the run tables.
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from libc.stdint cimport int16_t, int32_t, int64_t
 from libc.stdlib cimport free, malloc
+from libc.string cimport memcpy
 
 from ._cdefs cimport (cc_bulk_boundary, cc_bulk_scan, cc_index, cc_runtab, cc_runtab_free,
                       cc_runtab_init, cc_typetab)
@@ -113,3 +114,29 @@ def scan_range(TypeTable types, buf, Py_ssize_t start, Py_ssize_t end, int frami
     else:
         cols = tuple(np.concatenate(c) for c in zip(*parts))
     return cols, run_ids
+
+
+def place(tuple cols, const int32_t[::1] lut, tuple out, Py_ssize_t at):
+    """Copy one range's columns into the merged columns `out` at row `at`, GIL released (ranges
+    are placed in parallel), renumbering runs through lut (a range's run index -> the merged
+    one; -1 stays -1)."""
+    cdef const int64_t[::1] off = cols[0], ln = cols[1], toff = cols[4], tln = cols[5]
+    cdef const int16_t[::1] ty = cols[2]
+    cdef const int32_t[::1] rn = cols[3]
+    cdef int64_t[::1] o_off = out[0], o_ln = out[1], o_toff = out[4], o_tln = out[5]
+    cdef int16_t[::1] o_ty = out[2]
+    cdef int32_t[::1] o_rn = out[3]
+    cdef Py_ssize_t n = off.shape[0], i, r
+    if at < 0 or at + n > o_off.shape[0]:
+        raise ValueError("rows outside the merged columns")
+    if n == 0:
+        return
+    with nogil:
+        memcpy(&o_off[at], &off[0], n * sizeof(int64_t))
+        memcpy(&o_ln[at], &ln[0], n * sizeof(int64_t))
+        memcpy(&o_ty[at], &ty[0], n * sizeof(int16_t))
+        memcpy(&o_toff[at], &toff[0], n * sizeof(int64_t))
+        memcpy(&o_tln[at], &tln[0], n * sizeof(int64_t))
+        for i in range(n):
+            r = rn[i]
+            o_rn[at + i] = lut[r] if r >= 0 else -1

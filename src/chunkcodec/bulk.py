@@ -16,6 +16,7 @@ import glob as _glob
 import gzip
 import mmap
 import os
+import re
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Iterable, Iterator
@@ -24,6 +25,7 @@ import msgspec
 import numpy as np
 
 from . import _reference
+from ._model import _json_obj
 from .chunks import TAGGED
 from .errors import DecodeError
 
@@ -173,7 +175,7 @@ class Index:
         if o < 0:
             return None
         raw = bytes(self.buffer[o:o + int(self.text_len[i])])
-        return raw.decode("utf-8") if b"\\" not in raw else msgspec.json.decode(b'"' + raw + b'"')
+        return raw.decode("utf-8") if b"\\" not in raw else _json_obj(b'"' + raw + b'"')
 
     def type_counts(self) -> dict:
         counts = np.bincount(self.type, minlength=len(TYPE_NAMES))
@@ -218,7 +220,7 @@ def _framing_of(buf: Any, framing: str) -> int:
 
 
 def _decode_run_id(raw: bytes) -> str:
-    return raw.decode("utf-8", "replace") if b"\\" not in raw else msgspec.json.decode(b'"' + raw + b'"')
+    return raw.decode("utf-8", "replace") if b"\\" not in raw else _json_obj(b'"' + raw + b'"')
 
 
 def scan(source: Any, framing: str = "auto", workers: int | None = None) -> Index:
@@ -242,28 +244,42 @@ def _scan(buf: Any, name: str, framing: str, workers: int | None) -> Index:
     cuts = [0] + [_bulk.boundary(buf, n * k // parts, fr) for k in range(1, parts)] + [n]
     ranges = [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a] or [(0, 0)]
     if len(ranges) == 1:
-        results = [_bulk.scan_range(_TYPES, buf, ranges[0][0], ranges[0][1], fr)]
-    else:
-        with ThreadPoolExecutor(len(ranges)) as ex:
-            results = list(ex.map(lambda r: _bulk.scan_range(_TYPES, buf, r[0], r[1], fr), ranges))
-    return Index(*_merge(results), buf, name, _reference._NAMES[fr])
+        cols, runs = _bulk.scan_range(_TYPES, buf, ranges[0][0], ranges[0][1], fr)
+        return Index(cols, [_decode_run_id(r) for r in runs], buf, name, _reference._NAMES[fr])
+    with ThreadPoolExecutor(len(ranges)) as ex:
+        results = list(ex.map(lambda r: _bulk.scan_range(_TYPES, buf, r[0], r[1], fr), ranges))
+        cols, runs = _merge(results, ex)
+    return Index(cols, runs, buf, name, _reference._NAMES[fr])
 
 
-def _merge(results: list) -> tuple:
-    """Concatenate per-range columns; renumber runs in global order of first appearance."""
+def _merge(results: list, ex: ThreadPoolExecutor) -> tuple:
+    """One set of columns from the ranges' (in order), placed in parallel; runs renumbered in
+    global order of first appearance."""
     seen: dict = {}
-    cols_out = []
-    for cols, runs in results:
-        lut = np.array([seen.setdefault(r, len(seen)) for r in runs] + [-1], dtype=np.int32)
-        run = cols[3]
-        cols_out.append(cols[:3] + (lut[run],) + cols[4:])   # -1 indexes the trailing -1
-    cols = cols_out[0] if len(cols_out) == 1 else tuple(np.concatenate(c) for c in zip(*cols_out))
-    return cols, [_decode_run_id(r) for r in seen]
+    luts = [np.array([seen.setdefault(r, len(seen)) for r in runs], dtype=np.int32) for _, runs in results]
+    starts = np.cumsum([0] + [len(cols[0]) for cols, _ in results]).tolist()
+    out = tuple(np.empty(starts[-1], c.dtype) for c in results[0][0])
+    list(ex.map(lambda k: _bulk.place(results[k][0], luts[k], out, starts[k]), range(len(results))))
+    return out, [_decode_run_id(r) for r in seen]
+
+
+#: "key": "string" (the string as written, escapes and all)
+_MEMBER = {k: re.compile(rb'"%s"\s*:\s*("(?:[^"\\]|\\.)*")' % k.encode(), re.S) for k in set(_DELTAS.values())}
+
+
+def _text_span(frame: bytes, key: str, value: str) -> tuple | None:
+    """(offset, length) in frame of the string payload[key] as written, quotes excluded: the last
+    `"key": "..."` whose string reads as value (the decoder's last key wins)."""
+    found = None
+    for m in _MEMBER[key].finditer(frame):
+        if _json_obj(m.group(1)) == value:
+            found = (m.start(1) + 1, len(m.group(1)) - 2)
+    return found
 
 
 def _scan_reference(buf: Any, fr: int) -> tuple:
-    """The plain-Python index: the same columns from msgspec-decoded frames (the text span is
-    found by re-locating the delta's escaped text inside the frame)."""
+    """The plain-Python index: the same columns from frames decoded as the decoder decodes them
+    (the text span: see _text_span)."""
     data = bytes(buf)
     frames, _ = _reference.split_frames(fr, data, True)
     off, ln, ty, rn, toff, tln = [], [], [], [], [], []
@@ -279,7 +295,7 @@ def _scan_reference(buf: Any, fr: int) -> tuple:
             code = MULTI
         else:
             try:
-                obj = msgspec.json.decode(frame)
+                obj = _json_obj(frame)      # what the decoder reads: json.loads's rules
             except (msgspec.DecodeError, UnicodeDecodeError):
                 obj = None
             if not isinstance(obj, dict):
@@ -295,10 +311,9 @@ def _scan_reference(buf: Any, fr: int) -> tuple:
                 key = _DELTAS.get(code)
                 p = obj.get("payload")
                 if key and isinstance(p, dict) and isinstance(p.get(key), str):
-                    esc = msgspec.json.encode(p[key])
-                    at = frame.rfind(b'"' + key.encode() + b'":' + esc)
-                    if at >= 0:
-                        t_off, t_len = start + at + len(key) + 4, len(esc) - 2
+                    span = _text_span(frame, key, p[key])
+                    if span is not None:
+                        t_off, t_len = start + span[0], span[1]
         ty.append(code)
         rn.append(run)
         toff.append(t_off)

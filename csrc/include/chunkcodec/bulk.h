@@ -24,12 +24,15 @@ typedef struct cc_typetab {
     int16_t hot[4];     /* the codes of text-delta, reasoning-delta, tool-call-delta (by cc_hot_type) */
 } cc_typetab;
 
-/* runId bytes -> dense index, open addressing.  Keys point into the scanned buffer. */
+/* runId bytes -> dense index, open addressing.  Keys point into the scanned buffer; keys up to
+ * CC_RUNKEY_INLINE bytes (UUIDs) are also copied into the entry, which is one cache line. */
+#define CC_RUNKEY_INLINE 40
 typedef struct cc_runent {
     const char *p;
     uint32_t len;
     int32_t idx;
     uint64_t hash;
+    char key[CC_RUNKEY_INLINE];
 } cc_runent;
 
 typedef struct cc_runtab {
