@@ -306,3 +306,158 @@ def test_index_to_arrow(log):
     assert t.column("run_id").to_pylist() == [idx.run_ids[r] if r >= 0 else None for r in idx.run]
     assert t.column("offset").to_pylist() == idx.offset.tolist()
     assert isinstance(t, pa.Table)
+
+
+# ------------------------------------------------------------------------------------------------
+# the sample log, Arrow/Parquet for runs, grep, bench, progress
+
+SAMPLE = pathlib.Path(__file__).resolve().parents[1] / "samples" / "agent_runs.ndjson"
+
+
+def test_sample_log_is_what_the_script_makes_and_reconstructs_to_mastras_results():
+    sys.path.insert(0, str(SAMPLE.parents[1] / "tools"))
+    import make_sample_log
+    assert SAMPLE.read_bytes() == make_sample_log.sample_log()
+    runs = {r.run_id: r for r in bulk.reconstruct(SAMPLE)}
+    assert len(runs) == len(make_sample_log.SCENARIOS) == 10
+    for name in make_sample_log.SCENARIOS:
+        src = CORPUS / "chunks" / f"{name}.jsonl"
+        (alone,) = chunkcodec.accumulate(src.read_bytes())
+        expected = json.loads((CORPUS / "chunks" / f"{name}.expected.json").read_text())
+        got = runs[alone.run_id].to_mastra()
+        assert _view(runs[alone.run_id]) == _view(alone)          # interleaving changes nothing
+        for key in ("text", "finishReason", "status", "totalUsage"):
+            want = expected.get(key)
+            if isinstance(want, dict) and want.get("ok"):          # {"ok": true, "value": ...}
+                assert msgspec.to_builtins(got.get(key)) == want["value"], (name, key)
+
+
+def test_runs_to_arrow_and_parquet(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+    runs = list(bulk.reconstruct(SAMPLE))
+    t = bulk.runs_to_arrow(runs)
+    assert t.column_names == list(bulk.RUN_COLUMNS) and t.num_rows == 10
+    rows = {r["run_id"]: r for r in t.to_pylist()}
+    for r in runs:
+        row = rows[r.run_id]
+        assert (row["text"], row["status"], row["finish_reason"], row["steps"]) == (
+            r.text, r.status, r.finish_reason, len(r.steps))
+        assert row["total_tokens"] == (r.total_usage or {}).get("totalTokens")
+        assert [(c["tool_name"], json.loads(c["args"])) for c in row["tool_calls"]] == [
+            (c.payload.toolName, msgspec.to_builtins(c.payload.args)) for c in r.tool_calls]
+        assert [c["tool_name"] for c in row["tool_errors"]] == [e.payload.toolName for e in r.tool_errors]
+        assert (row["error"] is None) == (r.error is None)
+    out = tmp_path / "runs.parquet"
+    assert bulk.write_parquet(iter(runs), out, batch_runs=3) == 10      # 4 row groups
+    back = pq.read_table(out)
+    assert back.equals(t) and pq.ParquetFile(out).num_row_groups == 4
+    assert bulk.write_parquet(iter(()), tmp_path / "empty.parquet") == 0
+    assert pq.read_table(tmp_path / "empty.parquet").schema.equals(t.schema)
+    assert isinstance(back, pa.Table)
+
+
+def test_cli_reconstruct_parquet(tmp_path, capsysbinary):
+    pq = pytest.importorskip("pyarrow.parquet")
+    from chunkcodec.cli import main
+    out = tmp_path / "r.parquet"
+    assert main(["reconstruct", str(SAMPLE), "--format", "parquet", "-o", str(out)]) == 0
+    assert pq.read_table(out).equals(bulk.runs_to_arrow(bulk.reconstruct(SAMPLE)))
+    assert main(["reconstruct", str(SAMPLE), "-o", str(tmp_path / "r.txt")]) == 0
+    text = (tmp_path / "r.txt").read_text()
+    assert text.count("\nrun ") + text.startswith("run ") == 10
+    assert "tool-error explode" in text and 'error: "Overloaded (mock provider error part)"' in text
+
+
+def test_grep_filters_and_context():
+    frames = [json.loads(ln) for ln in SAMPLE.read_bytes().splitlines()]
+    hits = list(bulk.grep(SAMPLE, types=["tool-*"]))
+    assert [h.type for h in hits] == [f["type"] for f in frames if f.get("type", "").startswith("tool-")]
+    assert all(h.match for h in hits)
+    run = frames[0]["runId"]
+    hits = list(bulk.grep(SAMPLE, run=run[:8]))
+    assert len(hits) == sum(f.get("runId") == run for f in frames)
+    hits = list(bulk.grep(SAMPLE, pattern="Tool exploded"))
+    assert hits and all(b"Tool exploded" in h.frame for h in hits)
+    assert len(hits) == sum(b"Tool exploded" in ln for ln in SAMPLE.read_bytes().splitlines())
+    (one,) = list(bulk.grep(SAMPLE, pattern="Tool exploded", types=["tool-error"]))
+    ctx = list(bulk.grep(SAMPLE, pattern="Tool exploded", types=["tool-error"], context=2))
+    assert [h.match for h in ctx] == [False, False, True, False, False]
+    assert {h.run_id for h in ctx} == {one.run_id}                    # context from the same run
+    same_run = [f for f in frames if f.get("runId") == one.run_id]
+    at = [f["type"] for f in same_run].index("tool-error")
+    assert [h.type for h in ctx] == [f["type"] for f in same_run[at - 2:at + 3]]
+    assert list(bulk.grep(SAMPLE, pattern="no such text anywhere")) == []
+    with pytest.raises(ValueError, match="no chunk type matches"):
+        list(bulk.grep(SAMPLE, types=["not-a-type"]))
+
+
+def test_cli_grep(capsysbinary):
+    from chunkcodec.cli import main
+    assert main(["grep", "-t", "tool-error", str(SAMPLE)]) == 0
+    out = capsysbinary.readouterr()[0]
+    assert out.count(b"\n") == 1 and b" tool-error " in out
+    assert main(["grep", "-c", "-t", "finish", str(SAMPLE)]) == 0
+    assert capsysbinary.readouterr()[0] == b"9\n"
+    assert main(["grep", "--json", "-e", "explod", "-i", str(SAMPLE)]) == 0
+    lines = capsysbinary.readouterr()[0].splitlines()
+    assert lines and all(b"xplod" in ln and isinstance(json.loads(ln), dict) for ln in lines)
+    assert main(["grep", "-e", "zzzz-nothing", str(SAMPLE)]) == 1       # grep's "no match"
+    assert main(["grep", "-e", "(", str(SAMPLE)]) == 2                  # a bad pattern
+    assert main(["grep", str(SAMPLE)]) == 2                             # nothing to look for
+
+
+def test_cli_bench(capsysbinary):
+    from chunkcodec.cli import main
+    assert main(["bench", str(SAMPLE), "--repeat", "1", "--json"]) == 0
+    rep = json.loads(capsysbinary.readouterr()[0])
+    assert rep["chunks"] == 159 and rep["runs"] == 10
+    got = {(r["task"], r["contender"]) for r in rep["results"]}
+    assert {("decode", "chunkcodec"), ("decode", "json"), ("decode", "msgspec"), ("accumulate", "json")} <= got
+    assert all("disagrees" not in r and r["MBps"] > 0 for r in rep["results"])
+    assert main(["bench", str(SAMPLE), "--repeat", "1"]) == 0
+    assert b"chunkcodec" in capsysbinary.readouterr()[0]
+
+
+def test_bench_reports_a_contender_that_disagrees(monkeypatch):
+    from chunkcodec import _benchcmd
+    monkeypatch.setattr(_benchcmd, "_loaders", lambda: {"broken": lambda f: {"type": "text-delta", "runId": "x",
+                                                                              "payload": {"text": "?"}}})
+    rep = _benchcmd.run(SAMPLE.read_bytes(), 1)
+    assert [r["disagrees"] for r in rep["results"] if r["contender"] == "broken"] == ["per-run text differs"] * 2
+
+
+def test_progress_reports_every_byte_and_is_quiet_off_a_terminal(tmp_path, log, capsys):
+    p = tmp_path / "log.ndjson"
+    p.write_bytes(log)
+    seen = []
+    assert len(list(bulk.reconstruct(p, progress=seen.append))) == 30 and sum(seen) == len(log)
+    seen.clear()
+    bulk.stats(p, progress=seen.append)
+    assert sum(seen) == len(log)
+    from chunkcodec.cli import main
+    assert main(["stats", str(p)]) == 0           # stderr is not a terminal here: no bar
+    assert capsys.readouterr().err == ""
+
+
+def test_help_shows_examples_that_run(monkeypatch, capsys):
+    import shlex
+    from chunkcodec import cli
+    monkeypatch.chdir(SAMPLE.parents[1])
+    for name in cli.EXAMPLES:
+        with pytest.raises(SystemExit) as info:
+            cli.main([name, "--help"])
+        assert info.value.code == 0
+        out = capsys.readouterr().out
+        assert "examples:" in out and f"chunkcodec {name}" in out and "exit codes:" in out
+    ran = 0
+    for line in "\n".join(cli.EXAMPLES.values()).splitlines():
+        line = line.strip()
+        if line.startswith("chunkcodec ") and "samples/" in line and not any(c in line for c in "|>\\"):
+            args = shlex.split(line)[1:]
+            if "bench" in args:
+                args += ["--repeat", "1"]
+            assert cli.main(args) == 0, line
+            capsys.readouterr()
+            ran += 1
+    assert ran >= 6

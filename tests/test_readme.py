@@ -74,4 +74,5 @@ def test_error_examples_are_exact():
 
 def test_sample_file_is_shipped():
     assert (ROOT / "samples" / "agent_tool_roundtrip.sse").stat().st_size > 1000
+    assert (ROOT / "samples" / "agent_runs.ndjson").stat().st_size > 10000
     assert os.access(ROOT / ".ci" / "run", os.X_OK)

@@ -30,7 +30,7 @@ from .chunks import TAGGED
 from .errors import DecodeError
 
 __all__ = ["Index", "scan", "reconstruct", "stats", "Stats", "iter_sources", "TYPE_NAMES",
-           "CorruptRegion"]
+           "CorruptRegion", "runs_to_arrow", "write_parquet", "RUN_COLUMNS", "grep", "Hit"]
 
 #: Codes below the named types (csrc/include/chunkcodec/bulk.h).
 _SPECIAL = ["<corrupt>", "<unknown>", "data-*", "<sse-multi>"]
@@ -326,9 +326,10 @@ def _scan_reference(buf: Any, fr: int) -> tuple:
 # ------------------------------------------------------------------------------------------------
 # reconstruct and stats
 
-def _file_pieces(path: str, errors: list, strict: bool) -> Iterator[Any]:
+def _file_pieces(path: str, errors: list, strict: bool, progress: Any = None) -> Iterator[Any]:
     """The decompressed bytes of one input in 1 MB pieces; a cut compressed stream is reported
-    in errors (or raised when strict) after what came before it."""
+    in errors (or raised when strict) after what came before it.  progress(n) is told of each
+    piece's size."""
     f = open_stream(path)
     # read1: one decompression step per call, so a member cut short loses nothing before it
     read = getattr(f, "read1", f.read)
@@ -344,16 +345,21 @@ def _file_pieces(path: str, errors: list, strict: bool) -> Iterator[Any]:
                 return
             if not piece:
                 return
+            if progress is not None:
+                progress(len(piece))
             yield piece
     finally:
         if f is not sys.stdin.buffer:
             f.close()
 
 
-def _buffer_pieces(buf: Any) -> Iterator[Any]:
+def _buffer_pieces(buf: Any, progress: Any = None) -> Iterator[Any]:
     view = memoryview(buf)
     for i in range(0, len(view), 1 << 20):
-        yield view[i:i + (1 << 20)]
+        piece = view[i:i + (1 << 20)]
+        if progress is not None:
+            progress(len(piece))
+        yield piece
 
 
 def _runs(pieces: Iterable[Any], name: str, framing: str, strict: bool, errors: list) -> Iterator[Any]:
@@ -372,7 +378,7 @@ def _runs(pieces: Iterable[Any], name: str, framing: str, strict: bool, errors: 
 
 
 def reconstruct(inputs: Any, framing: str = "auto", strict: bool = False,
-                errors: list | None = None) -> Iterator[Any]:
+                errors: list | None = None, progress: Any = None) -> Iterator[Any]:
     """One RunOutput per run (what the accumulator gives), streamed: a run is yielded when its
     finish chunk arrives, the rest at the end of its file, so memory is bounded by the runs in
     flight, not by the file.
@@ -380,11 +386,12 @@ def reconstruct(inputs: Any, framing: str = "auto", strict: bool = False,
     Lenient by default: a corrupt frame (a cut line, binary garbage) or a half-written gzip
     member is skipped and appended to `errors` as a CorruptRegion with file and byte offset;
     strict=True raises at the first one instead.  Every other run is still reconstructed.
+    progress, when given, is called with the number of (decompressed) bytes of each piece read.
     """
     errs = errors if errors is not None else []
     for path in iter_sources(inputs):
         name = "<stdin>" if path == "-" else path
-        yield from _runs(_file_pieces(path, errs, strict), name, framing, strict, errs)
+        yield from _runs(_file_pieces(path, errs, strict, progress), name, framing, strict, errs)
 
 
 class Stats(msgspec.Struct):
@@ -405,9 +412,10 @@ def _add(d: dict, k: Any, n: int = 1) -> None:
     d[k] = d.get(k, 0) + n
 
 
-def stats(inputs: Any, framing: str = "auto", strict: bool = False) -> Stats:
+def stats(inputs: Any, framing: str = "auto", strict: bool = False, progress: Any = None) -> Stats:
     """Counts per chunk type (from the index), runs, tokens summed over the runs' total usage,
-    tool calls and tool errors per tool, finish reasons, status, bytes, and corrupt regions."""
+    tool calls and tool errors per tool, finish reasons, status, bytes, and corrupt regions.
+    progress: as for reconstruct."""
     st = Stats()
     for path in iter_sources(inputs):
         idx = scan(path, framing)
@@ -419,7 +427,7 @@ def stats(inputs: Any, framing: str = "auto", strict: bool = False) -> Stats:
         if strict and idx.cut is not None:
             raise DecodeError(str(idx.cut))
         found: list = []
-        for run in _runs(_buffer_pieces(idx.buffer), name, idx.framing, strict, found):
+        for run in _runs(_buffer_pieces(idx.buffer, progress), name, idx.framing, strict, found):
             st.runs += 1
             _add(st.finish_reasons, run.finish_reason)
             _add(st.status, run.status)
@@ -432,3 +440,162 @@ def stats(inputs: Any, framing: str = "auto", strict: bool = False) -> Stats:
                 _add(st.tool_errors, e.payload.toolName)
         st.corrupt.extend(found + ([idx.cut] if idx.cut is not None else []))   # in byte order
     return st
+
+
+# ------------------------------------------------------------------------------------------------
+# Arrow and Parquet for reconstructed runs
+
+#: The usage counters that get a column of their own (from total_usage; missing -> null).
+_TOKENS = (("input_tokens", "inputTokens"), ("output_tokens", "outputTokens"), ("total_tokens", "totalTokens"),
+           ("reasoning_tokens", "reasoningTokens"), ("cached_input_tokens", "cachedInputTokens"))
+#: The columns of runs_to_arrow, in order (values that are free-form JSON are JSON text).
+RUN_COLUMNS = ("run_id", "status", "finish_reason", "text", "reasoning_text") + tuple(c for c, _ in _TOKENS) + (
+    "steps", "tool_calls", "tool_results", "tool_errors", "error", "tripwire", "object", "total_usage")
+
+
+def _json_text(value: Any) -> str | None:
+    return None if value is None else msgspec.json.encode(msgspec.to_builtins(value)).decode()
+
+
+def _tool_rows(chunks: list, value: str) -> list:
+    return [{"tool_call_id": c.payload.toolCallId, "tool_name": c.payload.toolName,
+             value: _json_text(getattr(c.payload, value, None))} for c in chunks]
+
+
+def _arrow_schema(pa: Any) -> Any:
+    def tools(value: str) -> Any:
+        return pa.list_(pa.struct([("tool_call_id", pa.string()), ("tool_name", pa.string()), (value, pa.string())]))
+    return pa.schema([("run_id", pa.string()), ("status", pa.string()), ("finish_reason", pa.string()),
+                      ("text", pa.string()), ("reasoning_text", pa.string())] +
+                     [(c, pa.int64()) for c, _ in _TOKENS] +
+                     [("steps", pa.int32()), ("tool_calls", tools("args")), ("tool_results", tools("result")),
+                      ("tool_errors", tools("error")), ("error", pa.string()), ("tripwire", pa.string()),
+                      ("object", pa.string()), ("total_usage", pa.string())])
+
+
+def _run_rows(runs: Iterable[Any]) -> dict:
+    cols: dict = {c: [] for c in RUN_COLUMNS}
+    for r in runs:
+        usage = r.total_usage or {}
+        for c, v in (("run_id", r.run_id), ("status", r.status), ("finish_reason", r.finish_reason),
+                     ("text", r.text), ("reasoning_text", r.reasoning_text), ("steps", len(r.steps)),
+                     ("tool_calls", _tool_rows(r.tool_calls, "args")),
+                     ("tool_results", _tool_rows(r.tool_results, "result")),
+                     ("tool_errors", _tool_rows(r.tool_errors, "error")), ("error", _json_text(r.error)),
+                     ("tripwire", _json_text(r.tripwire)), ("object", _json_text(r.object)),
+                     ("total_usage", _json_text(usage))):
+            cols[c].append(v)
+        for c, key in _TOKENS:
+            v = usage.get(key)
+            cols[c].append(v if isinstance(v, int) and not isinstance(v, bool) else None)
+    return cols
+
+
+def runs_to_arrow(runs: Iterable[Any]) -> Any:
+    """A pyarrow Table with a row per RunOutput (from ``reconstruct`` or ``accumulate``): run_id,
+    status, finish_reason, text, reasoning_text, the token counts of total_usage, the number of
+    steps, tool calls/results/errors as lists of (tool_call_id, tool_name, JSON text), and error,
+    tripwire, object and the whole total_usage as JSON text (DuckDB: ``json_extract``; Polars:
+    ``str.json_decode``).  Needs pyarrow."""
+    pa = _pyarrow()
+    schema = _arrow_schema(pa)
+    return pa.Table.from_pydict(_run_rows(runs), schema=schema)
+
+
+def write_parquet(runs: Iterable[Any], where: Any, batch_runs: int = 4096) -> int:
+    """Write runs to a Parquet file (a path or a binary file object) in row groups of
+    batch_runs, so memory stays bounded by a batch however many runs stream through.  Returns
+    the number of runs written."""
+    _pyarrow()
+    import pyarrow.parquet as pq
+    schema = _arrow_schema(_pyarrow())
+    n = 0
+    with pq.ParquetWriter(where, schema) as writer:
+        batch: list = []
+        for run in runs:
+            batch.append(run)
+            if len(batch) == batch_runs:
+                writer.write_table(runs_to_arrow(batch))
+                n += len(batch)
+                batch = []
+        if batch or n == 0:
+            writer.write_table(runs_to_arrow(batch))
+            n += len(batch)
+    return n
+
+
+# ------------------------------------------------------------------------------------------------
+# grep
+
+class Hit(msgspec.Struct, frozen=True):
+    """A chunk grep found (match=True) or shows as context around one (match=False)."""
+    source: str
+    offset: int         # byte offset of the frame's JSON text
+    type: str
+    run_id: str | None
+    frame: bytes        # the frame's JSON text, as in the log
+    match: bool = True
+
+
+def _type_matcher(types: Iterable[str]) -> Any:
+    """Type codes for names or shell patterns (``tool-*``)."""
+    import fnmatch
+    codes = set()
+    for t in types:
+        found = [i for i, n in enumerate(TYPE_NAMES) if fnmatch.fnmatchcase(n, t)]
+        if not found and t.startswith("data-"):
+            found = [DATA]
+        if not found:
+            raise ValueError(f"no chunk type matches {t!r} (see chunkcodec.bulk.TYPE_NAMES)")
+        codes.update(found)
+    return np.array(sorted(codes), dtype=np.int16)
+
+
+def grep(inputs: Any, pattern: str | bytes | None = None, types: Iterable[str] = (), run: str | None = None,
+         context: int = 0, framing: str = "auto", ignore_case: bool = False) -> Iterator[Hit]:
+    """The chunks of the logs that match every filter given: a chunk type (names or shell
+    patterns such as ``tool-*``; ``data-*`` matches every data chunk), a run id (or a prefix of
+    one), a regular expression searched in the frame's JSON text as written (so it sees tool
+    names, arguments, errors; a delta's text matches only within one delta).  context=N also
+    yields the N chunks before and after each match *in the same run* (match=False), which in an
+    interleaved log is the context that means something.  Hits come in log order."""
+    codes = _type_matcher(types) if types else None
+    rx = None
+    if pattern is not None:
+        pat = pattern.encode() if isinstance(pattern, str) else pattern
+        rx = re.compile(pat, re.IGNORECASE if ignore_case else 0)
+    for path in iter_sources(inputs):
+        idx = scan(path, framing)
+        keep = np.ones(len(idx), dtype=bool)
+        if codes is not None:
+            keep &= np.isin(idx.type, codes)
+        if run is not None:
+            runs = [i for i, r in enumerate(idx.run_ids) if r.startswith(run)]
+            keep &= np.isin(idx.run, np.array(runs, dtype=np.int32))
+        if rx is not None:
+            # one search over the whole log; a match belongs to the frame it starts in
+            hit = np.zeros(len(idx), dtype=bool)
+            starts = np.fromiter((m.start() for m in rx.finditer(idx.buffer)), dtype=np.int64)
+            if len(starts):
+                row = np.searchsorted(idx.offset, starts, side="right") - 1
+                ok = (row >= 0) & (starts < idx.offset[np.maximum(row, 0)] + idx.length[np.maximum(row, 0)])
+                hit[row[ok]] = True
+            keep &= hit
+        rows = np.flatnonzero(keep)
+        show = dict.fromkeys(rows.tolist(), True)
+        if context and len(rows):
+            show = {}
+            by_run: dict = {}
+            for r in rows.tolist():
+                k = int(idx.run[r])
+                if k not in by_run:
+                    by_run[k] = np.flatnonzero(idx.run == k)
+                same = by_run[k]
+                at = int(np.searchsorted(same, r))
+                for c in same[max(0, at - context):at + context + 1].tolist():
+                    show[c] = show.get(c, False) or c == r
+        name = "<stdin>" if path == "-" else idx.source
+        for r in sorted(show):
+            k = int(idx.run[r])
+            yield Hit(name, int(idx.offset[r]), TYPE_NAMES[int(idx.type[r])], idx.run_ids[k] if k >= 0 else None,
+                      idx.frame(r), show[r])
