@@ -413,7 +413,8 @@ def test_cli_bench(capsysbinary):
     rep = json.loads(capsysbinary.readouterr()[0])
     assert rep["chunks"] == 159 and rep["runs"] == 10
     got = {(r["task"], r["contender"]) for r in rep["results"]}
-    assert {("decode", "chunkcodec"), ("decode", "json"), ("decode", "msgspec"), ("accumulate", "json")} <= got
+    assert {("decode", "chunkcodec"), ("decode", "chunkcodec typed"), ("decode", "json"), ("decode", "msgspec"),
+            ("accumulate", "chunkcodec"), ("accumulate", "json")} <= got
     assert all("disagrees" not in r and r["MBps"] > 0 for r in rep["results"])
     assert main(["bench", str(SAMPLE), "--repeat", "1"]) == 0
     assert b"chunkcodec" in capsysbinary.readouterr()[0]
