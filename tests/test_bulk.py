@@ -135,6 +135,19 @@ def test_threads_give_the_single_thread_result(log, workers, monkeypatch, tmp_pa
         assert _columns(bulk.scan(p, workers=workers)) == _columns(bulk.scan(p, workers=1))
 
 
+def test_threads_with_more_frames_than_guessed(log, monkeypatch, tmp_path):
+    # the first range goes straight into the final columns, sized by a guess of 48 bytes a
+    # frame: tiny frames after it (or in it) overflow the guess
+    monkeypatch.setattr(bulk, "MIN_PART_BYTES", 1000)
+    tiny = b'{"type":"x"}\n' * 20000
+    for data in (log + tiny, tiny + log, tiny):
+        p = tmp_path / "log"
+        p.write_bytes(data)
+        one = bulk.scan(p, workers=1)
+        for workers in (2, 3):
+            assert _columns(bulk.scan(p, workers=workers)) == _columns(one)
+
+
 def test_corrupt_frames_are_indexed_and_reported(log, reference):
     data = _corrupted(log)
     idx = bulk.scan(data)

@@ -20,6 +20,7 @@ import numpy as np
 cdef Py_ssize_t MIN_ROWS = 4096
 #: The smallest frame a range is expected to hold on average (delta frames are ~100+ bytes).
 cdef Py_ssize_t BYTES_PER_ROW_GUESS = 48
+ROW_GUESS = BYTES_PER_ROW_GUESS
 
 
 cdef class TypeTable:
@@ -114,6 +115,48 @@ def scan_range(TypeTable types, buf, Py_ssize_t start, Py_ssize_t end, int frami
     else:
         cols = tuple(np.concatenate(c) for c in zip(*parts))
     return cols, run_ids
+
+
+def scan_into(TypeTable types, buf, Py_ssize_t start, Py_ssize_t end, int framing, tuple out):
+    """Index buf[start:end] straight into the columns `out` from row 0 (no copy afterwards).
+    Returns (rows, run ids), or None when the columns are too short for the range's frames."""
+    cdef const unsigned char[::1] v = buf
+    if not 0 <= start <= end <= v.shape[0]:
+        raise ValueError("range outside the buffer")
+    cdef int64_t[::1] off = out[0], ln = out[1], toff = out[4], tln = out[5]
+    cdef int16_t[::1] ty = out[2]
+    cdef int32_t[::1] rn = out[3]
+    cdef Py_ssize_t cap = off.shape[0], got
+    if cap == 0 or ln.shape[0] < cap or ty.shape[0] < cap or rn.shape[0] < cap or toff.shape[0] < cap \
+            or tln.shape[0] < cap:
+        raise ValueError("columns of different lengths")
+    cdef const char* base = <const char*>&v[0] if v.shape[0] else NULL
+    cdef cc_runtab runs
+    cdef cc_index idx
+    idx.offset = &off[0]
+    idx.length = &ln[0]
+    idx.type = &ty[0]
+    idx.run = &rn[0]
+    idx.text_off = &toff[0]
+    idx.text_len = &tln[0]
+    idx.cap = cap
+    idx.n = 0
+    if not cc_runtab_init(&runs, 1024):
+        raise MemoryError()
+    try:
+        with nogil:
+            got = cc_bulk_scan(framing, base + start, end - start, 1, start, &types.t, &runs, &idx)
+        if got < 0:
+            raise MemoryError()
+        if start + got < end:
+            return None
+        run_ids = [None] * runs.n
+        for i in range(runs.cap):
+            if runs.ents[i].p != NULL:
+                run_ids[runs.ents[i].idx] = PyBytes_FromStringAndSize(runs.ents[i].p, runs.ents[i].len)
+    finally:
+        cc_runtab_free(&runs)
+    return idx.n, run_ids
 
 
 def place(tuple cols, const int32_t[::1] lut, tuple out, Py_ssize_t at):

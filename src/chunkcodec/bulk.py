@@ -246,21 +246,47 @@ def _scan(buf: Any, name: str, framing: str, workers: int | None) -> Index:
     if len(ranges) == 1:
         cols, runs = _bulk.scan_range(_TYPES, buf, ranges[0][0], ranges[0][1], fr)
         return Index(cols, [_decode_run_id(r) for r in runs], buf, name, _reference._NAMES[fr])
+    # The first range is indexed straight into the final columns, which have room for every
+    # range's rows (address space only: untouched pages cost nothing); the others into their own
+    # and are then placed after it, in parallel.
+    room = sum((b - a) // _bulk.ROW_GUESS + 16 for a, b in ranges)
+    out = tuple(np.empty(room, d) for d in _DTYPES)
+
+    def first() -> Any:
+        got = _bulk.scan_into(_TYPES, buf, ranges[0][0], ranges[0][1], fr, out)
+        return got if got is not None else _bulk.scan_range(_TYPES, buf, ranges[0][0], ranges[0][1], fr)
+
     with ThreadPoolExecutor(len(ranges)) as ex:
-        results = list(ex.map(lambda r: _bulk.scan_range(_TYPES, buf, r[0], r[1], fr), ranges))
-        cols, runs = _merge(results, ex)
+        futures = [ex.submit(first)] + [ex.submit(_bulk.scan_range, _TYPES, buf, a, b, fr) for a, b in ranges[1:]]
+        results = [f.result() for f in futures]
+        cols, runs = _merge(results, out, ex)
     return Index(cols, runs, buf, name, _reference._NAMES[fr])
 
 
-def _merge(results: list, ex: ThreadPoolExecutor) -> tuple:
-    """One set of columns from the ranges' (in order), placed in parallel; runs renumbered in
-    global order of first appearance."""
+_DTYPES = (np.int64, np.int64, np.int16, np.int32, np.int64, np.int64)
+
+
+def _merge(results: list, out: tuple, ex: ThreadPoolExecutor) -> tuple:
+    """One set of columns from the ranges' (in order); runs renumbered in global order of first
+    appearance.  results[0] is (rows already in out, runs) when the first range was indexed into
+    out, else (columns, runs) like the others; the rest are placed into out in parallel."""
     seen: dict = {}
     luts = [np.array([seen.setdefault(r, len(seen)) for r in runs], dtype=np.int32) for _, runs in results]
-    starts = np.cumsum([0] + [len(cols[0]) for cols, _ in results]).tolist()
-    out = tuple(np.empty(starts[-1], c.dtype) for c in results[0][0])
-    list(ex.map(lambda k: _bulk.place(results[k][0], luts[k], out, starts[k]), range(len(results))))
-    return out, [_decode_run_id(r) for r in seen]
+    sizes = [c if isinstance(c, int) else len(c[0]) for c, _ in results]
+    starts = np.cumsum([0] + sizes).tolist()
+    if starts[-1] > len(out[0]):         # more rows than guessed: bigger columns, and the first
+        if isinstance(results[0][0], int):   # range's rows are moved there like the others'
+            results[0] = (tuple(c[:sizes[0]] for c in out), results[0][1])
+        out = tuple(np.empty(starts[-1], d) for d in _DTYPES)
+    # the ranges still to place, cut into one piece per thread so every thread copies
+    pieces = []
+    for k, (cols, _) in enumerate(results):
+        if isinstance(cols, int):
+            continue
+        step = -(-len(cols[0]) // len(results)) or 1
+        pieces += [(tuple(c[i:i + step] for c in cols), luts[k], starts[k] + i) for i in range(0, len(cols[0]), step)]
+    list(ex.map(lambda p: _bulk.place(p[0], p[1], out, p[2]), pieces))
+    return tuple(c[:starts[-1]] for c in out), [_decode_run_id(r) for r in seen]
 
 
 #: "key": "string" (the string as written, escapes and all)
