@@ -454,6 +454,26 @@ def test_progress_reports_every_byte_and_is_quiet_off_a_terminal(tmp_path, log, 
     assert capsys.readouterr().err == ""
 
 
+def test_progress_bar_on_a_terminal(tmp_path, log, monkeypatch, capsys):
+    pytest.importorskip("tqdm")
+    import io
+    from chunkcodec.cli import main
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    p = tmp_path / "log.ndjson"
+    p.write_bytes(log)
+    for args, shown in ((["stats", str(p)], True), (["stats", str(p), "-q"], False),
+                        (["reconstruct", str(p), "--format", "json"], True)):
+        term = Terminal()
+        monkeypatch.setattr(sys, "stderr", term)
+        assert main(args) == 0
+        capsys.readouterr()
+        assert (f"{len(log) / 1024:.0f}" in term.getvalue() and args[0] in term.getvalue()) == shown, args
+
+
 def test_help_shows_examples_that_run(monkeypatch, capsys):
     import shlex
     from chunkcodec import cli

@@ -62,7 +62,10 @@ class _Progress:
         total: int | None = 0
         try:
             for path in bulk.iter_sources(args.inputs):
-                if path == "-" or path.endswith((".gz", ".zst")):
+                if path != "-":
+                    with open(path, "rb") as f:
+                        packed = bulk._decompressor(path, f.read(4)) is not None
+                if path == "-" or packed:
                     total = None            # decompressed size unknown: a rate, no percentage
                     break
                 total += os.path.getsize(path)
