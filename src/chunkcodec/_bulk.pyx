@@ -21,6 +21,8 @@ cdef Py_ssize_t MIN_ROWS = 4096
 #: The smallest frame a range is expected to hold on average (delta frames are ~100+ bytes).
 cdef Py_ssize_t BYTES_PER_ROW_GUESS = 48
 ROW_GUESS = BYTES_PER_ROW_GUESS
+#: The index columns' dtypes: offset, length, type, run, text_off, text_len.
+DTYPES = (np.int64, np.int64, np.int16, np.int32, np.int64, np.int64)
 
 
 cdef class TypeTable:
@@ -61,6 +63,49 @@ def boundary(buf, Py_ssize_t pos, int framing):
     return cc_bulk_boundary(framing, <const char*>&v[0], v.shape[0], pos)
 
 
+cdef Py_ssize_t _fill(TypeTable types, const char* base, Py_ssize_t pos, Py_ssize_t end, int framing,
+                      tuple cols, cc_runtab* runs, Py_ssize_t* rows) except -1:
+    """Index buf[pos:end] into the six columns `cols` from row 0, as far as they have room, GIL
+    released.  Returns the bytes consumed; *rows is set to the rows written."""
+    cdef int64_t[::1] off = cols[0], ln = cols[1], toff = cols[4], tln = cols[5]
+    cdef int16_t[::1] ty = cols[2]
+    cdef int32_t[::1] rn = cols[3]
+    cdef Py_ssize_t cap = off.shape[0], got
+    if cap == 0 or ln.shape[0] < cap or ty.shape[0] < cap or rn.shape[0] < cap or toff.shape[0] < cap \
+            or tln.shape[0] < cap:
+        raise ValueError("columns empty or of different lengths")
+    cdef cc_index idx
+    idx.offset = &off[0]
+    idx.length = &ln[0]
+    idx.type = &ty[0]
+    idx.run = &rn[0]
+    idx.text_off = &toff[0]
+    idx.text_len = &tln[0]
+    idx.cap = cap
+    idx.n = 0
+    with nogil:
+        got = cc_bulk_scan(framing, base + pos, end - pos, 1, pos, &types.t, runs, &idx)
+    if got < 0:
+        raise MemoryError()
+    rows[0] = idx.n
+    return got
+
+
+cdef list _run_ids(cc_runtab* runs):
+    """The run table's keys as bytes, by run index (order of first appearance)."""
+    run_ids = [None] * runs.n
+    for i in range(runs.cap):
+        if runs.ents[i].p != NULL:
+            run_ids[runs.ents[i].idx] = PyBytes_FromStringAndSize(runs.ents[i].p, runs.ents[i].len)
+    return run_ids
+
+
+cdef const char* _base(const unsigned char[::1] v, Py_ssize_t start, Py_ssize_t end) except? NULL:
+    if not 0 <= start <= end <= v.shape[0]:
+        raise ValueError("range outside the buffer")
+    return <const char*>&v[0] if v.shape[0] else NULL
+
+
 def scan_range(TypeTable types, buf, Py_ssize_t start, Py_ssize_t end, int framing):
     """Index the frames in buf[start:end] (which starts and ends on frame boundaries).
 
@@ -68,48 +113,26 @@ def scan_range(TypeTable types, buf, Py_ssize_t start, Py_ssize_t end, int frami
     byte strings in order of first appearance (run index i is runs[i]).
     """
     cdef const unsigned char[::1] v = buf
-    if not 0 <= start <= end <= v.shape[0]:
-        raise ValueError("range outside the buffer")
-    cdef const char* base = <const char*>&v[0] if v.shape[0] else NULL
+    cdef const char* base = _base(v, start, end)
     cdef cc_runtab runs
     if not cc_runtab_init(&runs, 1024):
         raise MemoryError()
-    cdef cc_index idx
-    cdef Py_ssize_t pos = start, got, cap
-    cdef int64_t[::1] off, ln, toff, tln
-    cdef int16_t[::1] ty
-    cdef int32_t[::1] rn
+    cdef Py_ssize_t pos = start, got, cap, rows
     parts = []
     try:
         while pos < end:
             cap = max(MIN_ROWS, (end - pos) // BYTES_PER_ROW_GUESS + 16)
-            cols = (np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int16),
-                    np.empty(cap, np.int32), np.empty(cap, np.int64), np.empty(cap, np.int64))
-            off, ln, ty, rn, toff, tln = cols
-            idx.offset = &off[0]
-            idx.length = &ln[0]
-            idx.type = &ty[0]
-            idx.run = &rn[0]
-            idx.text_off = &toff[0]
-            idx.text_len = &tln[0]
-            idx.cap = cap
-            idx.n = 0
-            with nogil:
-                got = cc_bulk_scan(framing, base + pos, end - pos, 1, pos, &types.t, &runs, &idx)
-            if got < 0:
-                raise MemoryError()
-            parts.append(tuple(c[:idx.n] for c in cols))
+            cols = tuple(np.empty(cap, d) for d in DTYPES)
+            got = _fill(types, base, pos, end, framing, cols, &runs, &rows)
+            parts.append(tuple(c[:rows] for c in cols))
             pos += got
             if got == 0:
                 break
-        run_ids = [None] * runs.n
-        for i in range(runs.cap):
-            if runs.ents[i].p != NULL:
-                run_ids[runs.ents[i].idx] = PyBytes_FromStringAndSize(runs.ents[i].p, runs.ents[i].len)
+        run_ids = _run_ids(&runs)
     finally:
         cc_runtab_free(&runs)
     if not parts:
-        cols = tuple(np.empty(0, d) for d in (np.int64, np.int64, np.int16, np.int32, np.int64, np.int64))
+        cols = tuple(np.empty(0, d) for d in DTYPES)
     elif len(parts) == 1:
         cols = parts[0]
     else:
@@ -121,42 +144,18 @@ def scan_into(TypeTable types, buf, Py_ssize_t start, Py_ssize_t end, int framin
     """Index buf[start:end] straight into the columns `out` from row 0 (no copy afterwards).
     Returns (rows, run ids), or None when the columns are too short for the range's frames."""
     cdef const unsigned char[::1] v = buf
-    if not 0 <= start <= end <= v.shape[0]:
-        raise ValueError("range outside the buffer")
-    cdef int64_t[::1] off = out[0], ln = out[1], toff = out[4], tln = out[5]
-    cdef int16_t[::1] ty = out[2]
-    cdef int32_t[::1] rn = out[3]
-    cdef Py_ssize_t cap = off.shape[0], got
-    if cap == 0 or ln.shape[0] < cap or ty.shape[0] < cap or rn.shape[0] < cap or toff.shape[0] < cap \
-            or tln.shape[0] < cap:
-        raise ValueError("columns of different lengths")
-    cdef const char* base = <const char*>&v[0] if v.shape[0] else NULL
+    cdef const char* base = _base(v, start, end)
     cdef cc_runtab runs
-    cdef cc_index idx
-    idx.offset = &off[0]
-    idx.length = &ln[0]
-    idx.type = &ty[0]
-    idx.run = &rn[0]
-    idx.text_off = &toff[0]
-    idx.text_len = &tln[0]
-    idx.cap = cap
-    idx.n = 0
+    cdef Py_ssize_t got, rows
     if not cc_runtab_init(&runs, 1024):
         raise MemoryError()
     try:
-        with nogil:
-            got = cc_bulk_scan(framing, base + start, end - start, 1, start, &types.t, &runs, &idx)
-        if got < 0:
-            raise MemoryError()
+        got = _fill(types, base, start, end, framing, out, &runs, &rows)
         if start + got < end:
             return None
-        run_ids = [None] * runs.n
-        for i in range(runs.cap):
-            if runs.ents[i].p != NULL:
-                run_ids[runs.ents[i].idx] = PyBytes_FromStringAndSize(runs.ents[i].p, runs.ents[i].len)
+        return rows, _run_ids(&runs)
     finally:
         cc_runtab_free(&runs)
-    return idx.n, run_ids
 
 
 def place(tuple cols, const int32_t[::1] lut, tuple out, Py_ssize_t at):

@@ -250,7 +250,7 @@ def _scan(buf: Any, name: str, framing: str, workers: int | None) -> Index:
     # range's rows (address space only: untouched pages cost nothing); the others into their own
     # and are then placed after it, in parallel.
     room = sum((b - a) // _bulk.ROW_GUESS + 16 for a, b in ranges)
-    out = tuple(np.empty(room, d) for d in _DTYPES)
+    out = tuple(np.empty(room, d) for d in _bulk.DTYPES)
 
     def first() -> Any:
         got = _bulk.scan_into(_TYPES, buf, ranges[0][0], ranges[0][1], fr, out)
@@ -261,9 +261,6 @@ def _scan(buf: Any, name: str, framing: str, workers: int | None) -> Index:
         results = [f.result() for f in futures]
         cols, runs = _merge(results, out, ex)
     return Index(cols, runs, buf, name, _reference._NAMES[fr])
-
-
-_DTYPES = (np.int64, np.int64, np.int16, np.int32, np.int64, np.int64)
 
 
 def _merge(results: list, out: tuple, ex: ThreadPoolExecutor) -> tuple:
@@ -277,7 +274,7 @@ def _merge(results: list, out: tuple, ex: ThreadPoolExecutor) -> tuple:
     if starts[-1] > len(out[0]):         # more rows than guessed: bigger columns, and the first
         if isinstance(results[0][0], int):   # range's rows are moved there like the others'
             results[0] = (tuple(c[:sizes[0]] for c in out), results[0][1])
-        out = tuple(np.empty(starts[-1], d) for d in _DTYPES)
+        out = tuple(np.empty(starts[-1], d) for d in _bulk.DTYPES)
     # the ranges still to place, cut into one piece per thread so every thread copies
     pieces = []
     for k, (cols, _) in enumerate(results):
