@@ -15,61 +15,7 @@
 #include "chunkcodec/frame.h"
 #include "chunkcodec/scan.h"
 
-#if defined(__GNUC__) || defined(__clang__)
-#define CC_INLINE static inline __attribute__((always_inline))
-#define ctz64(x) ((size_t)__builtin_ctzll(x))
-#else
-#define CC_INLINE static inline
-static size_t ctz64(uint64_t x) { size_t n = 0; while (!(x & 1)) { x >>= 1; n++; } return n; }
-#endif
-
-/* Bit masks of one 64-byte block, a bit per byte: quotes, backslashes, control bytes (< 0x20),
- * non-ASCII bytes. */
-typedef struct fast_block { uint64_t quote, bslash, ctl, high; } fast_block;
-
-#if defined(__SSE2__)
-#include <emmintrin.h>
-CC_INLINE void block_masks(const char *p, fast_block *m) {
-    const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\'), top = _mm_set1_epi8(0x1F);
-    m->quote = m->bslash = m->ctl = m->high = 0;
-    for (int k = 0; k < 4; k++) {
-        __m128i v = _mm_loadu_si128((const __m128i *)(p + 16 * k));
-        m->quote |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, quote)) << (16 * k);
-        m->bslash |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, bslash)) << (16 * k);
-        m->ctl |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_min_epu8(v, top), v)) << (16 * k);
-        m->high |= (uint64_t)(unsigned)_mm_movemask_epi8(v) << (16 * k);
-    }
-}
-#else
-CC_INLINE void block_masks(const char *p, fast_block *m) {
-    m->quote = m->bslash = m->ctl = m->high = 0;
-    for (int k = 0; k < 64; k++) {
-        unsigned char c = (unsigned char)p[k];
-        uint64_t bit = 1ull << k;
-        if (c == '"') m->quote |= bit;
-        else if (c == '\\') m->bslash |= bit;
-        else if (c < 0x20) m->ctl |= bit;
-        else if (c >= 0x80) m->high |= bit;
-    }
-}
-#endif
-
-CC_INLINE uint64_t load64(const char *p) {
-    uint64_t v;
-    memcpy(&v, p, 8);
-    return v;
-}
-
-/* a[0..n) == b[0..n), in 8-byte words (the last one overlapping): the keys and literals compared
- * here are short, and a call to memcmp costs more than the comparison. */
-CC_INLINE int same(const char *a, const char *b, size_t n) {
-    if (n < 8) return memcmp(a, b, n) == 0;
-    uint64_t d = 0;
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) d |= load64(a + i) ^ load64(b + i);
-    if (i < n) d |= load64(a + n - 8) ^ load64(b + n - 8);
-    return d == 0;
-}
+#include "fast_delta.h"
 
 /* Keys are run ids, nearly always 36-byte UUIDs: hash the first and last 16 bytes and the length
  * (a collision only costs a comparison: the table compares whole keys). */
@@ -411,128 +357,6 @@ static int delta_span(const char *p, size_t n, int tool, const char **tp, size_t
     return 1;
 }
 
-/* ---- The fast path for delta frames ---------------------------------------------------------
- * Most of a log is text-delta frames written by Mastra in one shape.  For a frame at the start of
- * a line (an RS record, an SSE `data: ` line) this reads 64 bytes at a time into bit masks of
- * quotes, backslashes, control bytes and non-ASCII bytes: the first control byte ends the frame
- * (LF and 0x1E are control bytes; a JSON frame holds none), the quotes that no escape takes give
- * the strings, and the bytes between the strings must be the template's exactly.  Escapes and
- * UTF-8 are checked as the hot scanner checks them (cc_escape_len, cc_utf8_valid), so this path
- * takes a frame only when cc_scan_hot would, with the same spans; anything else (other key
- * orders, white space, CRLF, long frames) goes to the general path below. */
-
-#define FAST_MAX_BLOCKS 16     /* frames up to 1 KB; longer ones take the general path */
-#define FAST_MAX_ESCAPES 32
-
-typedef struct fast_frame {
-    const char *p;
-    size_t e;                          /* frame length: p[e] is the terminating control byte */
-    size_t nblk;
-    uint64_t q[FAST_MAX_BLOCKS];       /* string quotes (escaped ones cleared), a bit per byte */
-} fast_frame;
-
-/* The literal lit at *x, then a string up to the next quote: *x is left on that quote and the
- * string's span is [s, *x). */
-CC_INLINE int lit_str(fast_frame *f, size_t *x, const char *lit, size_t ln, size_t *s) {
-    if (*x + ln > f->e || !same(f->p + *x, lit, ln)) return 0;
-    *x += ln;
-    size_t b = *x >> 6;
-    if (b >= f->nblk) return 0;
-    uint64_t m = f->q[b] & (~0ull << (*x & 63));
-    while (!m) {
-        if (++b >= f->nblk) return 0;
-        m = f->q[b];
-    }
-    *s = *x;
-    *x = (b << 6) + ctz64(m);
-    return 1;
-}
-
-/* A delta frame at p (avail bytes) ended by the control byte sep: 1 with *len, *code and the spans
- * of its runId and text, or 0 for "not taken". */
-static int fast_delta(const char *p, size_t avail, char sep, const cc_typetab *tt, size_t *len, int16_t *code,
-                      const char **rp, size_t *rn, const char **tp, size_t *tn) {
-    fast_frame fr;
-    uint32_t bs[FAST_MAX_ESCAPES];
-    int nb = 0;
-    size_t high = (size_t)-1;          /* the first non-ASCII byte */
-    /* the type first: other frames (a finish frame may be megabytes) are not read twice */
-    if (avail < 40 || !same(p, "{\"type\":\"", 9) || (p[9] != 't' && p[9] != 'r')) return 0;
-    fr.p = p;
-    for (size_t b = 0;; b++) {
-        fast_block m;
-        size_t pos = b << 6;
-        if (b == FAST_MAX_BLOCKS) return 0;
-        if (avail - pos >= 64) {
-            block_masks(p + pos, &m);
-        } else {
-            char pad[64];
-            memset(pad, 0, sizeof pad);         /* NUL is a control byte: "no terminator here" */
-            memcpy(pad, p + pos, avail - pos);
-            block_masks(pad, &m);
-        }
-        uint64_t keep = m.ctl ? (1ull << ctz64(m.ctl)) - 1 : ~0ull;
-        fr.q[b] = m.quote & keep;
-        if (high == (size_t)-1 && (m.high & keep)) high = pos + ctz64(m.high & keep);
-        for (uint64_t k = m.bslash & keep; k; k &= k - 1) {
-            if (nb == FAST_MAX_ESCAPES) return 0;
-            bs[nb++] = (uint32_t)(pos + ctz64(k));
-        }
-        if (m.ctl) {
-            fr.e = pos + ctz64(m.ctl);
-            fr.nblk = b + 1;
-            break;
-        }
-    }
-    if (fr.e >= avail || p[fr.e] != sep) return 0;
-    /* Walk the escapes in order: the quote of \" is no string end; "\\" and surrogate pairs take
-     * the backslashes inside them. */
-    for (int i = 0; i < nb; i++) {
-        size_t at = bs[i], l = cc_escape_len(p + at + 1, fr.e - at - 1);
-        if (!l) return 0;
-        if (p[at + 1] == '"') fr.q[(at + 1) >> 6] &= ~(1ull << ((at + 1) & 63));
-        while (i + 1 < nb && bs[i + 1] <= at + l) i++;
-    }
-    if (high != (size_t)-1 && !cc_utf8_valid(p + high, fr.e - high)) return 0;
-    /* The template.  Escapes can only sit inside strings: the literals between them hold none. */
-    size_t x = 0, s, rs, ts;
-    int tool = 0;
-    fast_frame *fp = &fr;
-    if (fr.e < 40) return 0;
-    if (p[9] == 't' && p[10] == 'e') {
-        if (!lit_str(fp, &x, "{\"type\":\"text-delta\",\"runId\":\"", 30, &rs)) return 0;
-        *code = tt->hot[CC_HOT_TEXT_DELTA];
-    } else if (p[9] == 'r') {
-        if (!lit_str(fp, &x, "{\"type\":\"reasoning-delta\",\"runId\":\"", 35, &rs)) return 0;
-        *code = tt->hot[CC_HOT_REASONING_DELTA];
-    } else if (p[9] == 't' && p[10] == 'o') {
-        if (!lit_str(fp, &x, "{\"type\":\"tool-call-delta\",\"runId\":\"", 35, &rs)) return 0;
-        *code = tt->hot[CC_HOT_TOOL_CALL_DELTA];
-        tool = 1;
-    } else {
-        return 0;
-    }
-    *rp = p + rs;
-    *rn = x - rs;
-    if (!lit_str(fp, &x, "\",\"from\":\"", 10, &s)) return 0;
-    if (!tool) {
-        if (!lit_str(fp, &x, "\",\"payload\":{\"id\":\"", 19, &s) ||
-            !lit_str(fp, &x, "\",\"text\":\"", 10, &ts))
-            return 0;
-        *tp = p + ts;
-        *tn = x - ts;
-    } else {
-        if (!lit_str(fp, &x, "\",\"payload\":{\"argsTextDelta\":\"", 30, &ts)) return 0;
-        *tp = p + ts;
-        *tn = x - ts;
-        if (!lit_str(fp, &x, "\",\"toolCallId\":\"", 16, &s)) return 0;
-        if (fr.e - x != 3 && !lit_str(fp, &x, "\",\"toolName\":\"", 14, &s)) return 0;
-    }
-    if (fr.e - x != 3 || !same(p + x, "\"}}", 3)) return 0;
-    *len = fr.e;
-    return 1;
-}
-
 typedef struct scan_state {
     const char *last_run;   /* the previous frame's runId, to skip the hash for runs of one run */
     size_t last_run_n;
@@ -648,16 +472,16 @@ ptrdiff_t cc_bulk_scan(int framing, const char *buf, size_t len, int final, int6
         while (out->n < out->cap && len - done > skip + 40) {
             const char *p = buf + done;
             if (skip ? !(p[skip] == '{' && memcmp(p, "data: ", 6) == 0) : p[0] != '{') break;
-            size_t fl, tn, rn;
-            const char *tp, *rp;
-            int16_t code;
-            if (!fast_delta(p + skip, len - done - skip, sep, types, &fl, &code, &rp, &rn, &tp, &tn)) break;
-            size_t next = skip + fl + 1;
+            fast_delta_t fd;
+            if (!fast_delta(p + skip, len - done - skip, sep, &fd)) break;
+            size_t next = skip + fd.len + 1;
             if (skip) {                                  /* the blank line that ends the event */
                 if (next >= len - done || p[next] != '\n') break;
                 next++;
             }
-            if (!index_fast(buf, base, done + skip, fl, code, rp, rn, tp, tn, runs, out, &st)) return -1;
+            if (!index_fast(buf, base, done + skip, fd.len, types->hot[fd.type], fd.run, fd.run_len, fd.text,
+                            fd.text_len, runs, out, &st))
+                return -1;
             done += next;
         }
         if (done >= len || out->n >= out->cap) break;

@@ -365,3 +365,72 @@ def test_deltas_without_run_id_follow_the_current_run_on_both_paths(both):
     by = {r["run_id"]: r for r in got[0]}
     assert by["A"]["text"] == "ax" and by["B"]["text"] == "by"
     assert by[RUN]["tool_calls"][0]["payload"]["toolName"] == "late"
+
+
+def _random_delta_log(rng, n):
+    """Delta frames in Mastra's shape (what the native C delta loop takes) mixed with what sends
+    it back to the general path: run ids too long for a stored route, escaped ids, tool deltas
+    that name their tool late, ids reopened after text-end, other key orders, frames near the
+    size limit, non-delta frames between."""
+    runs = ["r%d" % i for i in range(12)] + ["L" * 90, "\\u0041bc", "é" * 30]
+    lines = []
+    for i in range(n):
+        run = rng.choice(runs)
+        kind = rng.randrange(10)
+        text = rng.choice(["a", "é", "\\n", "\\\"q\\\"", "😀", "x" * rng.randrange(1, 300), "\\ud83d\\ude00"])
+        if kind < 5:
+            d = {"type": "text-delta", "runId": run, "from": "AGENT",
+                 "payload": {"id": "t%d" % rng.randrange(3), "text": "@"}}
+        elif kind < 7:
+            d = {"type": "reasoning-delta", "runId": run, "from": "AGENT", "payload": {"id": "x", "text": "@"}}
+        elif kind < 9:
+            p = {"argsTextDelta": "@", "toolCallId": "c%d" % rng.randrange(4)}
+            if rng.random() < 0.5:
+                p["toolName"] = "w"
+            d = {"type": "tool-call-delta", "runId": run, "from": "AGENT", "payload": p}
+        else:
+            d = {"type": "text-end", "runId": run, "from": "AGENT",
+                 "payload": {"type": "text-end", "id": "t%d" % rng.randrange(3)}}
+        ln = json.dumps(d, ensure_ascii=False, separators=(",", ":"))
+        # the text goes in as written above, escapes and all (json.dumps would double them)
+        ln = ln.replace('"@"', '"' + text + '"').replace('"\\\\u0041bc"', '"\\u0041bc"')
+        if rng.random() < 0.05:
+            ln = ln.replace('{"type"', '{ "type"')             # not the exact shape: general path
+        lines.append(ln.encode())
+    return lines
+
+
+@pytest.mark.parametrize("framing", ["ndjson", "sse", "rs"])
+@pytest.mark.parametrize("seed", range(4))
+def test_delta_loop_native_equals_reference(both, framing, seed):
+    """The native C delta loop (routes, buffers that grow in place, views held across growth,
+    the frame size limit) gives what the reference gives, fed whole or in random pieces."""
+    rng = random.Random(seed)
+    lines = _random_delta_log(rng, 1500)
+    if framing == "sse":
+        data = b"".join(b"data: " + ln + b"\n\n" for ln in lines) + b"data: [DONE]\n\n"
+    else:
+        data = b"".join(ln + (b"\x1e" if framing == "rs" else b"\n") for ln in lines)
+    limit = rng.choice([None, 200, 400])
+    cuts = sorted(rng.sample(range(1, len(data)), 200))
+    outs = []
+    for api in both:
+        acc = api.Accumulator(framing, errors="keep", max_frame_bytes=limit)
+        views = []
+        for a, b in zip([0] + cuts, cuts + [len(data)]):
+            acc.feed(data[a:b])
+            if rng.random() < 0.1 and acc.run_ids():
+                rid = rng.choice(acc.run_ids())
+                v = acc.buffer("text", rid)
+                views.append((v, bytes(v)))
+        acc.close()
+        for v, was in views:                  # a view never changes, whatever came after it
+            assert bytes(v) == was
+        res = [msgspec.to_builtins(r) for r in acc.results().values()]
+        bufs = {(k, rid): bytes(acc.buffer(k, rid)) for rid in acc.run_ids() for k in ("text", "reasoning")}
+        bad = list(acc.invalid_frames)
+        outs.append((res, bufs, bad))
+    assert outs[0] == outs[1]
+    assert len(outs[0][0]) == 15
+    if limit is not None:
+        assert outs[0][2]        # some frames were over the limit

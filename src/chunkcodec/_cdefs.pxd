@@ -109,3 +109,27 @@ cdef extern from "chunkcodec/bulk.h":
     Py_ssize_t cc_bulk_scan(int framing, const char *buf, size_t len, int final, int64_t base,
                             const cc_typetab *types, cc_runtab *runs, cc_index *out) nogil
     size_t cc_bulk_boundary(int framing, const char *buf, size_t len, size_t pos) nogil
+
+
+cdef extern from "chunkcodec/accum.h":
+    ctypedef struct cc_dbuf:
+        char *p
+        Py_ssize_t *len
+        size_t cap
+        uint64_t gen
+    int cc_dbuf_append(cc_dbuf *b, const cc_str_t *s) nogil
+    ctypedef struct cc_routes:
+        pass
+    Py_ssize_t cc_route_find(const cc_routes *t, int type, const char *run, size_t run_len, const char *key,
+                             size_t key_len, int has_name) nogil
+    Py_ssize_t cc_route_put(cc_routes *t, int type, const char *run, size_t run_len, const char *key,
+                            size_t key_len, cc_dbuf *buf, int need_name) nogil
+    ctypedef struct cc_accum_stop:
+        size_t frames
+        Py_ssize_t last
+        Py_ssize_t full
+        size_t need
+    size_t cc_accum_deltas(int framing, const char *buf, size_t len, size_t max_frame, cc_routes *t,
+                           cc_accum_stop *st) nogil
+    enum:
+        CC_ROUTE_SLOTS

@@ -9,9 +9,11 @@ together.
 
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE, PyBytes_CheckExact, PyBytes_FromStringAndSize
-from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyByteArray_Resize
+from cpython.bytearray cimport (PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyByteArray_Resize,
+                                PyByteArray_FromStringAndSize)
 from cpython.buffer cimport PyBuffer_FillInfo
 from cpython.object cimport PyObject
+from cpython.mem cimport PyMem_Calloc, PyMem_Free
 from cpython.ref cimport Py_DECREF
 from libc.string cimport memcpy, memcmp, memchr, strlen
 from libc.stdint cimport uint64_t
@@ -45,6 +47,7 @@ cdef extern from "Python.h":
     int PyObject_GC_IsTracked(object o)
     void PyObject_GC_UnTrack(void* o)
     void Py_INCREF(object o)
+    void Py_SET_SIZE(object o, Py_ssize_t size)
 
 DEF FRAME_BATCH = 256
 DEF NOGIL_BYTES = 65536
@@ -216,21 +219,77 @@ cdef inline void _set_raw(object chunk, object raw) except *:
 
 cdef object _decode_finish_light = _accum.decode_finish_light
 cdef tuple _FINISH_PREFIXES = _accum.FINISH_PREFIXES
-DEF ROUTE_BITS = 10
-DEF ROUTE_SLOTS = 1 << ROUTE_BITS
+
+
+cdef extern from "Python.h":
+    ctypedef struct PyVarObject:
+        Py_ssize_t ob_size
+    ctypedef struct PyByteArrayObject:
+        Py_ssize_t ob_alloc
+        char* ob_bytes
+        char* ob_start
+        Py_ssize_t ob_exports
 
 
 @cython.final
 cdef class DeltaBuf:
     """A growing UTF-8 buffer an Accumulator appends deltas to; ``owner`` is the part writing at
     its end.  ``view()`` is a read-only memoryview of the bytes so far, without a copy; appending
-    while a view is held moves the data to a new bytearray and leaves the view as it was."""
-    cdef public bytearray data
-    cdef public object owner
+    while a view is held moves the data to a new bytearray and leaves the view as it was.
+
+    The C delta loop appends to ``data`` in place: ``d`` points at the bytearray's storage and at
+    its length, and the bytearray keeps spare room behind its end for the loop to write into
+    (``reserve``).  Setting ``owner`` bumps ``d.gen``, which drops the loop's routes to it."""
+    cdef readonly bytearray data
+    cdef object _owner
+    cdef cc_dbuf d
 
     def __init__(self):
         self.data = bytearray()
-        self.owner = None
+        self._owner = None
+        self._bind()
+
+    @property
+    def owner(self):
+        return self._owner
+
+    @owner.setter
+    def owner(self, value):
+        self._owner = value
+        self.d.gen += 1
+
+    cdef void _bind(self):
+        cdef PyByteArrayObject* o = <PyByteArrayObject*>self.data
+        self.d.len = &(<PyVarObject*>self.data).ob_size
+        if o.ob_alloc == 0:                      # bytearray() has no storage yet
+            self.d.p = NULL
+            self.d.cap = 0
+        else:
+            self.d.p = o.ob_start
+            self.d.cap = <size_t>(o.ob_alloc - (o.ob_start - o.ob_bytes) - 1)
+
+    cdef int reserve(self, size_t n) except -1:
+        """Make room for n more bytes behind the end, growing by doubling."""
+        cdef Py_ssize_t size = PyByteArray_GET_SIZE(self.data)
+        cdef Py_ssize_t want = size + <Py_ssize_t>n
+        cdef bytearray fresh
+        if self.d.p != NULL and <size_t>size + n <= self.d.cap:
+            return 0
+        if want < 2 * size:
+            want = 2 * size
+        if want < 64:
+            want = 64
+        if (<PyByteArrayObject*>self.data).ob_exports > 0:
+            # a view holds the storage: move to a new bytearray, the view keeps the old one
+            fresh = PyByteArray_FromStringAndSize(NULL, want)
+            memcpy(PyByteArray_AS_STRING(fresh), PyByteArray_AS_STRING(self.data), size)
+            self.data = fresh
+        else:
+            PyByteArray_Resize(self.data, want)
+        Py_SET_SIZE(self.data, size)
+        PyByteArray_AS_STRING(self.data)[size] = 0
+        self._bind()
+        return 0
 
     def append(self, b):
         try:
@@ -238,38 +297,17 @@ cdef class DeltaBuf:
         except BufferError:
             self.data = bytearray(self.data)
             self.data += b
+        self._bind()
 
     def view(self):
         return memoryview(self.data).toreadonly()
 
     cdef int append_str(self, const cc_str_t* s) except -1:
         """Unescape a scanned JSON string straight onto the end of the buffer."""
-        cdef Py_ssize_t n = PyByteArray_GET_SIZE(self.data)
-        cdef size_t w
-        try:
-            PyByteArray_Resize(self.data, n + <Py_ssize_t>s.len)
-        except BufferError:
-            self.data = bytearray(self.data)
-            PyByteArray_Resize(self.data, n + <Py_ssize_t>s.len)
-        w = cc_str_decode_utf8(s, PyByteArray_AS_STRING(self.data) + n)
-        if w != s.len:
-            PyByteArray_Resize(self.data, n + <Py_ssize_t>w)
+        if not cc_dbuf_append(&self.d, s):
+            self.reserve(s.len)
+            cc_dbuf_append(&self.d, s)
         return 0
-
-
-cdef inline uint64_t _tail8(const cc_str_t* s):
-    # the last (up to) 8 bytes of a field: where uuids and numbered ids differ
-    cdef uint64_t v = 0
-    if s.len >= 8:
-        memcpy(&v, s.p + s.len - 8, 8)
-    elif s.len:
-        memcpy(&v, s.p, s.len)
-    return v
-
-
-cdef inline bint _same(bytes b, const cc_str_t* s):
-    return b is not None and PyBytes_GET_SIZE(b) == <Py_ssize_t>s.len and \
-        memcmp(PyBytes_AS_STRING(b), s.p, s.len) == 0
 
 
 cdef class StreamDecoder:
@@ -299,8 +337,8 @@ cdef class StreamDecoder:
     cdef list _cache           # last (raw bytes, str) per hot string field
     # Accumulator mode (_sink): delta frames go straight into the sink's buffers
     cdef object _sink
-    cdef list _rcache          # ROUTE_SLOTS x (runId raw, id raw, DeltaBuf, owner, run) or None
-    cdef uint64_t _rhash[ROUTE_SLOTS]   # the full hash of each slot's (type, runId, id)
+    cdef cc_routes* _routes    # (type, runId, id) -> DeltaBuf, for the C delta loop and _sink_hot
+    cdef list _rkeep           # per route slot: (DeltaBuf, run) its route writes to, kept alive
     cdef object _cur_run       # the run the sink was last told is current
     cdef object _custom        # another format's frame decoder (chunkcodec.ailoop), or None
 
@@ -327,9 +365,16 @@ cdef class StreamDecoder:
         self.done = False
         self._cache = [None] * (2 * CC_F_COUNT)
         self._sink = _sink
-        self._rcache = [None] * ROUTE_SLOTS if _sink is not None else None
+        if _sink is not None and self._routes == NULL:
+            self._routes = <cc_routes*>PyMem_Calloc(1, sizeof(cc_routes))
+            if self._routes == NULL:
+                raise MemoryError()
+            self._rkeep = [None] * CC_ROUTE_SLOTS
         self._cur_run = None
         self._custom = _decoder
+
+    def __dealloc__(self):
+        PyMem_Free(self._routes)
 
     @property
     def framing(self):
@@ -372,6 +417,13 @@ cdef class StreamDecoder:
         if self._framing == CC_FRAMING_AUTO:
             if not self._pending:
                 self._pending_pos = base
+            if not self._pending and not self._auto_brace:
+                # the common case, everything at once: detect on the new bytes, copy nothing
+                fr = cc_detect_framing(p + off, n - off, 0, base == 0, &skip)
+                if fr != CC_FRAMING_AUTO:
+                    self._framing = fr
+                    self._feed(b, off + <Py_ssize_t>skip, base + <long long>skip, out)
+                    return
             if self._auto_brace:
                 # pending is a '{...' with no 0x1E or LF yet: only the new bytes need a look
                 rs = memchr(p + off, 0x1E, n - off)
@@ -481,6 +533,8 @@ cdef class StreamDecoder:
 
     cdef Py_ssize_t _process(self, bytes b, Py_ssize_t off, long long base, bint final, list out) except -1:
         """Split and decode the frames of b[off:]; returns how many bytes were consumed."""
+        if self._sink is not None:
+            return self._process_sink(b, off, base, final, out)
         cdef cc_frame_t frames[FRAME_BATCH]
         cdef size_t nf = 0, c, i
         cdef Py_ssize_t total = 0
@@ -590,18 +644,48 @@ cdef class StreamDecoder:
             return
         self._sink.add(chunk)
 
+    cdef Py_ssize_t _process_sink(self, bytes b, Py_ssize_t off, long long base, bint final,
+                                  list out) except -1:
+        """Accumulator mode: the delta frames that come in a row go through the C loop, which
+        appends them to their buffers in place; each other frame is split and handled alone."""
+        cdef cc_frame_t frame
+        cdef cc_accum_stop st
+        cdef size_t nf = 0, c
+        cdef Py_ssize_t total = 0
+        cdef const char* p = PyBytes_AS_STRING(b) + off
+        cdef Py_ssize_t n = PyBytes_GET_SIZE(b) - off
+        cdef int fr = self._framing
+        cdef tuple e
+        while total < n:
+            c = cc_accum_deltas(fr, p + total, n - total, <size_t>self._max, self._routes, &st)
+            if st.frames:
+                self._index += st.frames
+                total += c
+                e = <tuple>self._rkeep[st.last]
+                if e[1] is not self._cur_run:
+                    self._sink._current = e[1]
+                    self._cur_run = e[1]
+            if st.full >= 0:
+                (<DeltaBuf>(<tuple>self._rkeep[st.full])[0]).reserve(st.need)
+                continue
+            if total >= n:
+                break
+            c = cc_frame_split(fr, p + total, n - total, final, &frame, 1, &nf)
+            if nf:
+                self._emit(b, off + total, &frame, base + total, out)
+            if c == 0:
+                break
+            total += c
+        return total
+
     cdef int _sink_hot(self, cc_hot_t* h) except -1:
-        # (type, runId, id) -> the buffer to append to, through a direct-mapped cache of the
-        # routes the sink gave: a hit costs a hash of the raw bytes and two memcmp, no object.
+        # (type, runId, id) -> the buffer to append to, through the routes the sink gave, which the
+        # C delta loop uses too: a hit costs a hash of the raw bytes and a compare, no object.
         cdef bint tool = h.type == CC_HOT_TOOL_CALL_DELTA
         cdef const cc_str_t* run = &h.f[CC_F_RUN_ID]
         cdef const cc_str_t* key = &h.f[CC_F_TOOL_CALL_ID] if tool else &h.f[CC_F_ID]
         cdef const cc_str_t* body = &h.f[CC_F_ARGS_TEXT_DELTA] if tool else &h.f[CC_F_TEXT]
-        cdef uint64_t hv = (_tail8(run) * 0x9E3779B97F4A7C15ULL) ^ (_tail8(key) * 0xC2B2AE3D27D4EB4FULL) \
-            ^ ((<uint64_t>run.len << 40) | (<uint64_t>key.len << 8) | <uint64_t>h.type)
-        hv = (hv ^ (hv >> 29)) * 0xBF58476D1CE4E5B9ULL
-        cdef Py_ssize_t slot = <Py_ssize_t>(hv >> (64 - ROUTE_BITS))   # the best-mixed bits
-        cdef object e = self._rcache[slot]
+        cdef Py_ssize_t slot
         cdef tuple r
         if run.p == NULL:
             # no runId: the chunk belongs to whichever run is current, so it is never cached
@@ -609,20 +693,22 @@ cdef class StreamDecoder:
             self._cur_run = None
             (<DeltaBuf>r[0]).append_str(body)
             return 0
-        if e is None or self._rhash[slot] != hv or not _same(<bytes>(<tuple>e)[0], run) or \
-                not _same(<bytes>(<tuple>e)[1], key) or (<DeltaBuf>(<tuple>e)[2]).owner is not (<tuple>e)[3] or \
-                (tool and h.f[CC_F_TOOL_NAME].p != NULL and not (<tuple>e)[3].name):
+        slot = cc_route_find(self._routes, h.type, run.p, run.len, key.p, key.len,
+                             tool and h.f[CC_F_TOOL_NAME].p != NULL)
+        if slot >= 0:
+            r = <tuple>self._rkeep[slot]
+        else:
             # a miss, a part that was closed or overtaken, or a tool call still without a name
             r = self._route(h, tool)
-            e = (PyBytes_FromStringAndSize(run.p, run.len) if run.p != NULL else b"",
-                 PyBytes_FromStringAndSize(key.p, key.len), r[0], r[1], r[2])
-            self._rcache[slot] = e
-            self._rhash[slot] = hv
-        r = <tuple>e
-        if r[4] is not self._cur_run:
-            self._sink._current = r[4]
-            self._cur_run = r[4]
-        (<DeltaBuf>r[2]).append_str(body)
+            slot = cc_route_put(self._routes, h.type, run.p, run.len, key.p, key.len, &(<DeltaBuf>r[0]).d,
+                                tool and not r[1].name)
+            r = (r[0], r[2])
+            if slot >= 0:
+                self._rkeep[slot] = r
+        if r[1] is not self._cur_run:
+            self._sink._current = r[1]
+            self._cur_run = r[1]
+        (<DeltaBuf>r[0]).append_str(body)
         return 0
 
     cdef tuple _route(self, cc_hot_t* h, bint tool):

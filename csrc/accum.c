@@ -1,0 +1,129 @@
+/* The accumulator's delta loop: see accum.h. */
+#include <string.h>
+
+#include "chunkcodec/accum.h"
+#include "chunkcodec/frame.h"
+#include "chunkcodec/scan.h"
+
+#include "fast_delta.h"
+
+int cc_dbuf_append(cc_dbuf *b, const cc_str_t *s) {
+    size_t n = (size_t)*b->len;
+    if (b->p == NULL || b->cap - n < s->len) return 0;
+    n += cc_str_decode_utf8(s, b->p + n);
+    b->p[n] = 0;
+    *b->len = (ptrdiff_t)n;
+    return 1;
+}
+
+/* The last (up to) 8 bytes of a string: where UUIDs and numbered ids differ. */
+CC_INLINE uint64_t tail8(const char *p, size_t n) {
+    uint64_t v = 0;
+    if (n >= 8) return load64(p + n - 8);
+    memcpy(&v, p, n);
+    return v;
+}
+
+CC_INLINE uint64_t route_hash(int type, const char *run, size_t rn, const char *key, size_t kn) {
+    uint64_t h = (tail8(run, rn) * 0x9E3779B97F4A7C15ull) ^ (tail8(key, kn) * 0xC2B2AE3D27D4EB4Full) ^
+                 (((uint64_t)rn << 40) | ((uint64_t)kn << 8) | (uint64_t)type);
+    h = (h ^ (h >> 29)) * 0xBF58476D1CE4E5B9ull;
+    return h ^ (h >> 32);
+}
+
+/* Two-way set associative: a route lives in one of the two slots of its set.  (Direct mapping
+ * thrashes when two routes that alternate collide, and 40 interleaved runs make that likely.) */
+CC_INLINE size_t hash_set(uint64_t h) { return (size_t)(h >> (64 - CC_ROUTE_BITS + 1)) << 1; }
+
+CC_INLINE int holds(const cc_route *r, uint64_t h, int type, const char *run, size_t rn, const char *key, size_t kn) {
+    return r->buf != NULL && r->hash == h && r->type == type && r->run_len == rn && r->key_len == kn &&
+           same(r->key, run, rn) && same(r->key + rn, key, kn);
+}
+
+CC_INLINE int live(const cc_route *r) { return r->buf != NULL && r->gen == r->buf->gen; }
+
+CC_INLINE ptrdiff_t find(const cc_routes *t, int type, const char *run, size_t rn, const char *key, size_t kn,
+                         int has_name) {
+    uint64_t h = route_hash(type, run, rn, key, kn);
+    size_t i = hash_set(h);
+    const cc_route *r = &t->slot[i];
+    if (!holds(r, h, type, run, rn, key, kn)) {
+        r++;
+        i++;
+        if (!holds(r, h, type, run, rn, key, kn)) return -1;
+    }
+    if (r->gen != r->buf->gen || (has_name && r->need_name)) return -1;
+    return (ptrdiff_t)i;
+}
+
+ptrdiff_t cc_route_find(const cc_routes *t, int type, const char *run, size_t run_len, const char *key,
+                        size_t key_len, int has_name) {
+    if (run_len + key_len > CC_ROUTE_KEY) return -1;
+    return find(t, type, run, run_len, key, key_len, has_name);
+}
+
+ptrdiff_t cc_route_put(cc_routes *t, int type, const char *run, size_t run_len, const char *key, size_t key_len,
+                       cc_dbuf *buf, int need_name) {
+    if (run_len + key_len > CC_ROUTE_KEY) return -1;
+    uint64_t h = route_hash(type, run, run_len, key, key_len);
+    size_t i = hash_set(h);
+    const cc_route *a = &t->slot[i], *b = a + 1;
+    /* the slot this key already has, else an empty or dead one, else the one stored longer ago */
+    if (holds(a, h, type, run, run_len, key, key_len)) {
+    } else if (holds(b, h, type, run, run_len, key, key_len)) {
+        i++;
+    } else if (live(a)) {
+        if (!live(b) || b->stamp < a->stamp) i++;
+    }
+    cc_route *r = &t->slot[i];
+    r->hash = h;
+    r->buf = buf;
+    r->gen = buf->gen;
+    r->stamp = ++t->clock;
+    r->run_len = (uint16_t)run_len;
+    r->key_len = (uint16_t)key_len;
+    r->type = (uint8_t)type;
+    r->need_name = (uint8_t)(need_name != 0);
+    memcpy(r->key, run, run_len);
+    memcpy(r->key + run_len, key, key_len);
+    return (ptrdiff_t)i;
+}
+
+size_t cc_accum_deltas(int framing, const char *buf, size_t len, size_t max_frame, cc_routes *t,
+                       cc_accum_stop *st) {
+    /* SSE: an event of one `data: ` line ended by a blank line; RS, NDJSON: a record or line. */
+    const size_t skip = framing == CC_FRAMING_SSE ? 6 : 0;
+    const char sep = framing == CC_FRAMING_RS ? '\x1e' : '\n';
+    size_t done = 0;
+    st->frames = 0;
+    st->last = st->full = -1;
+    st->need = 0;
+    if (framing != CC_FRAMING_SSE && framing != CC_FRAMING_RS && framing != CC_FRAMING_NDJSON) return 0;
+    while (len - done > skip + 40) {
+        const char *p = buf + done;
+        if (skip ? !(p[skip] == '{' && memcmp(p, "data: ", 6) == 0) : p[0] != '{') break;
+        fast_delta_t fd;
+        if (!fast_delta(p + skip, len - done - skip, sep, &fd) || skip + fd.len > max_frame) break;
+        size_t next = skip + fd.len + 1;
+        if (skip) {                                  /* the blank line that ends the event */
+            if (next >= len - done || p[next] != '\n') break;
+            next++;
+        }
+        if (fd.run_len + fd.key_len > CC_ROUTE_KEY) break;
+        ptrdiff_t i = find(t, fd.type, fd.run, fd.run_len, fd.key, fd.key_len, fd.has_name);
+        if (i < 0) break;
+        cc_str_t s;
+        s.p = fd.text;
+        s.len = fd.text_len;
+        s.flags = fd.escaped ? CC_STR_ESCAPED : 0;
+        if (!cc_dbuf_append(t->slot[i].buf, &s)) {
+            st->full = i;
+            st->need = fd.text_len;
+            break;
+        }
+        st->frames++;
+        st->last = i;
+        done += next;
+    }
+    return done;
+}

@@ -1,0 +1,71 @@
+/* The accumulator's delta loop: appends the text of consecutive delta frames straight from the
+ * input to the buffers their (type, runId, id) route to, without returning to the caller per frame.
+ *
+ * The caller (the Cython glue) owns the buffers and decides the routes: it resolves a route the
+ * first time a (type, runId, id) is seen, and stores it here; a frame whose route is not stored,
+ * whose buffer's writer has changed since, or whose buffer is full, stops the loop and goes back to
+ * the caller, which handles it and carries on.  No allocation, no Python. */
+#ifndef CHUNKCODEC_ACCUM_H
+#define CHUNKCODEC_ACCUM_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "scan.h"
+
+/* A growing UTF-8 buffer the caller owns.  p has room for cap bytes and a NUL after them; the
+ * length lives in the caller's object (*len), so the caller sees every append at once. */
+typedef struct cc_dbuf {
+    char *p;
+    ptrdiff_t *len;
+    size_t cap;
+    uint64_t gen;       /* the caller bumps it whenever the buffer's writer changes */
+} cc_dbuf;
+
+/* Append a scanned string, decoded.  0 (nothing written) when the buffer has no room for s->len. */
+int cc_dbuf_append(cc_dbuf *b, const cc_str_t *s);
+
+#define CC_ROUTE_BITS 9
+#define CC_ROUTE_SLOTS (1u << CC_ROUTE_BITS)
+#define CC_ROUTE_KEY 80     /* runId and id bytes together; longer pairs are not stored */
+
+typedef struct cc_route {
+    uint64_t hash;
+    cc_dbuf *buf;       /* NULL: empty */
+    uint64_t gen;       /* buf->gen when stored: the route holds while they are equal */
+    uint64_t stamp;     /* when it was stored: the older of a set's two routes makes way */
+    uint16_t run_len, key_len;
+    uint8_t type;       /* cc_hot_type */
+    uint8_t need_name;  /* a tool call that has no name yet: a delta naming it goes to the caller */
+    char key[CC_ROUTE_KEY];
+} cc_route;
+
+/* A two-way set-associative table: a route goes in one of its set's two slots, replacing a dead
+ * route or else the older one. */
+typedef struct cc_routes {
+    cc_route slot[CC_ROUTE_SLOTS];
+    uint64_t clock;
+} cc_routes;
+
+/* The slot holding a live route for (type, run, key), or -1.  has_name: the frame names its tool. */
+ptrdiff_t cc_route_find(const cc_routes *t, int type, const char *run, size_t run_len, const char *key,
+                        size_t key_len, int has_name);
+/* Store a route (replacing what the slot held); returns its slot, or -1 if the key is too long. */
+ptrdiff_t cc_route_put(cc_routes *t, int type, const char *run, size_t run_len, const char *key, size_t key_len,
+                       cc_dbuf *buf, int need_name);
+
+/* Why cc_accum_deltas stopped, and what it took. */
+typedef struct cc_accum_stop {
+    size_t frames;      /* frames taken */
+    ptrdiff_t last;     /* the slot of the last frame taken, or -1 */
+    ptrdiff_t full;     /* the slot whose buffer had no room for the next frame, or -1 */
+    size_t need;        /* the bytes that frame needs */
+} cc_accum_stop;
+
+/* Take the delta frames at the start of buf, in order, as long as each one is in Mastra's exact
+ * shape (fully validated, as cc_scan_hot would), at most max_frame bytes (the SSE event block, as
+ * cc_frame_t.blen counts), complete (its separator
+ * is in buf) and has a live route with room in its buffer.  Returns the bytes consumed: the next
+ * frame starts there. */
+size_t cc_accum_deltas(int framing, const char *buf, size_t len, size_t max_frame, cc_routes *t,
+                       cc_accum_stop *st);
+#endif
