@@ -50,6 +50,27 @@ def _utf8(buf: bytearray, start: int = 0, end: Optional[int] = None) -> str:
         return str(view[start:end], "utf-8", "surrogatepass")
 
 
+class _Decoded:
+    """_utf8 for one result(): each byte range of a buffer is decoded once (a run's text, its
+    steps' texts and its parts' texts are mostly the same ranges)."""
+
+    __slots__ = ("memo",)
+
+    def __init__(self) -> None:
+        self.memo: Dict[tuple, str] = {}
+
+    def __call__(self, buf: bytearray, start: int = 0, end: Optional[int] = None) -> str:
+        n = len(buf)
+        end = n if end is None or end > n else end
+        if end <= start:
+            return ""
+        key = (id(buf), start, end)
+        s = self.memo.get(key)
+        if s is None:
+            s = self.memo[key] = _utf8(buf, start, end)
+        return s
+
+
 def _builtins(x: Any) -> Any:
     return msgspec.to_builtins(x) if isinstance(x, msgspec.Struct) else x
 
@@ -423,11 +444,11 @@ class _Part:
         self.buf.owner = self
         self.tail = len(self.buf.data)
 
-    def text(self) -> str:
+    def text(self, dec: Any = _utf8) -> str:
         data = self.buf.data
-        out = [_utf8(data, a, b) for a, b in self.segs]
+        out = [dec(data, a, b) for a, b in self.segs]
         if self.tail >= 0:
-            out.append(_utf8(data, self.tail))
+            out.append(dec(data, self.tail))
         return "".join(out)
 
 
@@ -653,23 +674,24 @@ class _Run:
         self.any_tool = True
 
     # -- output ------------------------------------------------------------------------------
-    def step_text(self, st: _Step) -> str:
-        return _utf8(self.text.data, st.t0, None if st.t1 < 0 else st.t1)
+    def step_text(self, st: _Step, dec: Any = _utf8) -> str:
+        return dec(self.text.data, st.t0, None if st.t1 < 0 else st.t1)
 
-    def step_reasoning(self, st: _Step) -> str:
-        return _utf8(self.rbuf.data, st.r0, None if st.r1 < 0 else st.r1)
+    def step_reasoning(self, st: _Step, dec: Any = _utf8) -> str:
+        return dec(self.rbuf.data, st.r0, None if st.r1 < 0 else st.r1)
 
     def result(self) -> RunOutput:
         last = self.cur if self.cur is not None else (self.steps[-1] if self.steps else None)
+        dec = _Decoded()
         if self.any_tool and last is not None:
-            text = self.step_text(last)
+            text = self.step_text(last, dec)
         else:
-            text = _utf8(self.text.data)
+            text = dec(self.text.data)
         steps = []
         for st in self.steps:
             steps.append(StepResult(
                 step_type="initial" if st.index == 0 else "tool-result",
-                text=self.step_text(st), reasoning_text=self.step_reasoning(st),
+                text=self.step_text(st, dec), reasoning_text=self.step_reasoning(st, dec),
                 finish_reason=st.reason, usage=st.usage,
                 tool_calls=[self.tool_calls[i] for i in st.tool_call_ids if i in self.tool_calls],
                 tool_results=[c for c in self.tool_results if _call_id(c) in st.tool_result_ids],
@@ -678,21 +700,21 @@ class _Run:
         warnings = self.steps[-1].warnings if self.steps else []
         return RunOutput(
             run_id=self.run_id, text=text,
-            reasoning_text=_utf8(self.rbuf.data) if self.saw_reasoning else None,
-            reasoning=[self._reasoning_entry(p) for p in self.reasoning],
+            reasoning_text=dec(self.rbuf.data) if self.saw_reasoning else None,
+            reasoning=[self._reasoning_entry(p, dec) for p in self.reasoning],
             tool_calls=list(self.tool_calls.values()), tool_results=list(self.tool_results),
             tool_errors=list(self.tool_errors),
             usage=self.usage(), total_usage=self.total_usage(), finish_reason=self.finish_reason,
             object=self.object, sources=list(self.sources), files=list(self.files),
             warnings=warnings, provider_metadata=self.pm, steps=steps, error=self.error,
             tripwire=self.tripwire, status=self.status, suspend_payload=self.suspend_payload,
-            parts=self._parts(), invalid_frames=[])
+            parts=self._parts(dec), invalid_frames=[])
 
-    def _reasoning_entry(self, p: _Part) -> dict:
+    def _reasoning_entry(self, p: _Part, dec: Any) -> dict:
         payload: Dict[str, Any] = {"id": p.id}
         if p.pm is not UNSET and p.pm is not None:
             payload["providerMetadata"] = p.pm
-        payload["text"] = p.text()
+        payload["text"] = p.text(dec)
         d: Dict[str, Any] = {"type": "reasoning"}
         if self.run_id is not None:
             d["runId"] = self.run_id
@@ -700,7 +722,7 @@ class _Run:
         d["payload"] = payload
         return d
 
-    def _parts(self) -> List[dict]:
+    def _parts(self, dec: Any) -> List[dict]:
         """The parts of the message Mastra persists (``buildMessagesFromChunks``)."""
         results = {}
         for c in self.tool_results:
@@ -714,7 +736,7 @@ class _Run:
         for kind, v in self.seq:
             if kind == "span":
                 if v.kind == "text":
-                    t = v.text()
+                    t = v.text(dec)
                     pm = _v(v.pm)
                     if not t and pm is None:
                         continue
@@ -723,7 +745,7 @@ class _Run:
                         after_tool = False
                     d = {"type": "text", "text": t}
                 else:
-                    t = v.text()
+                    t = v.text(dec)
                     pm = _v(v.pm)
                     detail = {"type": "redacted", "data": ""} if v.redacted else {"type": "text", "text": t}
                     d = {"type": "reasoning", "reasoning": t, "details": [detail]}
