@@ -7,6 +7,9 @@
 
 #include "fast_delta.h"
 
+_Static_assert((int)CC_ACC_TEXT_START == (int)FAST_TEXT_START && (int)CC_ACC_TEXT_END == (int)FAST_TEXT_END,
+               "the frame kinds of accum.h and fast_delta.h");
+
 int cc_dbuf_append(cc_dbuf *b, const cc_str_t *s) {
     size_t n = (size_t)*b->len;
     if (b->p == NULL || b->cap - n < s->len) return 0;
@@ -98,6 +101,7 @@ size_t cc_accum_deltas(int framing, const char *buf, size_t len, size_t max_fram
     st->frames = 0;
     st->last = st->full = -1;
     st->need = 0;
+    st->event = 0;
     if (framing != CC_FRAMING_SSE && framing != CC_FRAMING_RS && framing != CC_FRAMING_NDJSON) return 0;
     while (len - done > skip + 40) {
         const char *p = buf + done;
@@ -108,6 +112,17 @@ size_t cc_accum_deltas(int framing, const char *buf, size_t len, size_t max_fram
         if (skip) {                                  /* the blank line that ends the event */
             if (next >= len - done || p[next] != '\n') break;
             next++;
+        }
+        if (fd.type >= FAST_TEXT_START) {            /* for the caller, without a decode */
+            st->event = fd.type == FAST_TEXT_START ? CC_ACC_TEXT_START : CC_ACC_TEXT_END;
+            st->event_bytes = next;
+            st->run = fd.run;
+            st->run_len = fd.run_len;
+            st->from = fd.from;
+            st->from_len = fd.from_len;
+            st->key = fd.key;
+            st->key_len = fd.key_len;
+            break;
         }
         if (fd.run_len + fd.key_len > CC_ROUTE_KEY) break;
         ptrdiff_t i = find(t, fd.type, fd.run, fd.run_len, fd.key, fd.key_len, fd.has_name);

@@ -473,7 +473,7 @@ ptrdiff_t cc_bulk_scan(int framing, const char *buf, size_t len, int final, int6
             const char *p = buf + done;
             if (skip ? !(p[skip] == '{' && memcmp(p, "data: ", 6) == 0) : p[0] != '{') break;
             fast_delta_t fd;
-            if (!fast_delta(p + skip, len - done - skip, sep, &fd)) break;
+            if (!fast_delta(p + skip, len - done - skip, sep, &fd) || fd.type > CC_HOT_TOOL_CALL_DELTA) break;
             size_t next = skip + fd.len + 1;
             if (skip) {                                  /* the blank line that ends the event */
                 if (next >= len - done || p[next] != '\n') break;

@@ -73,13 +73,17 @@ CC_INLINE int same(const char *a, const char *b, size_t n) {
  * takes a frame only when cc_scan_hot would, with the same spans; anything else (other key
  * orders, white space, CRLF, long frames) goes to the general path below. */
 
+/* Besides the deltas (cc_hot_type), the two frames that bracket every text part, in their plain
+ * shape (no providerMetadata): no text, and taken only without escapes. */
+enum { FAST_TEXT_START = 4, FAST_TEXT_END = 5 };
+
 typedef struct fast_delta_t {
     size_t len;                        /* frame length: p[len] is the separator */
-    int type;                          /* cc_hot_type */
+    int type;                          /* cc_hot_type, or FAST_TEXT_START / FAST_TEXT_END */
     int escaped;                       /* the frame holds an escape (strings need decoding) */
     int has_name;                      /* a tool-call-delta that names its tool */
-    const char *run, *key, *text;      /* runId; payload.id or toolCallId; text or argsTextDelta */
-    size_t run_len, key_len, text_len; /* (the strings still escaped, between their quotes) */
+    const char *run, *from, *key, *text; /* runId; from; payload.id or toolCallId; text or argsTextDelta */
+    size_t run_len, from_len, key_len, text_len; /* (the strings still escaped, between their quotes) */
 } fast_delta_t;
 
 #define FAST_MAX_BLOCKS 16     /* frames up to 1 KB; longer ones take the general path */
@@ -160,8 +164,16 @@ CC_INLINE int fast_delta(const char *p, size_t avail, char sep, fast_delta_t *ou
     fast_frame *fp = &fr;
     if (fr.e < 40) return 0;
     if (p[9] == 't' && p[10] == 'e') {
-        if (!lit_str(fp, &x, "{\"type\":\"text-delta\",\"runId\":\"", 30, &rs)) return 0;
-        out->type = CC_HOT_TEXT_DELTA;
+        if (p[14] == 'd') {
+            if (!lit_str(fp, &x, "{\"type\":\"text-delta\",\"runId\":\"", 30, &rs)) return 0;
+            out->type = CC_HOT_TEXT_DELTA;
+        } else if (p[14] == 's') {
+            if (!lit_str(fp, &x, "{\"type\":\"text-start\",\"runId\":\"", 30, &rs)) return 0;
+            out->type = FAST_TEXT_START;
+        } else {
+            if (!lit_str(fp, &x, "{\"type\":\"text-end\",\"runId\":\"", 28, &rs)) return 0;
+            out->type = FAST_TEXT_END;
+        }
     } else if (p[9] == 'r') {
         if (!lit_str(fp, &x, "{\"type\":\"reasoning-delta\",\"runId\":\"", 35, &rs)) return 0;
         out->type = CC_HOT_REASONING_DELTA;
@@ -175,7 +187,19 @@ CC_INLINE int fast_delta(const char *p, size_t avail, char sep, fast_delta_t *ou
     out->run = p + rs;
     out->run_len = x - rs;
     if (!lit_str(fp, &x, "\",\"from\":\"", 10, &s)) return 0;
-    if (!tool) {
+    out->from = p + s;
+    out->from_len = x - s;
+    if (out->type >= FAST_TEXT_START) {
+        if (nb) return 0;
+        if (out->type == FAST_TEXT_START ? !lit_str(fp, &x, "\",\"payload\":{\"id\":\"", 19, &s)
+                                         : !lit_str(fp, &x, "\",\"payload\":{\"type\":\"text-end\",\"id\":\"", 37, &s))
+            return 0;
+        out->key = p + s;
+        out->key_len = x - s;
+        out->text = NULL;
+        out->text_len = 0;
+        out->has_name = 0;
+    } else if (!tool) {
         if (!lit_str(fp, &x, "\",\"payload\":{\"id\":\"", 19, &s)) return 0;
         out->key = p + s;
         out->key_len = x - s;

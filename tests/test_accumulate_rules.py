@@ -368,10 +368,10 @@ def test_deltas_without_run_id_follow_the_current_run_on_both_paths(both):
 
 
 def _random_delta_log(rng, n):
-    """Delta frames in Mastra's shape (what the native C delta loop takes) mixed with what sends
-    it back to the general path: run ids too long for a stored route, escaped ids, tool deltas
-    that name their tool late, ids reopened after text-end, other key orders, frames near the
-    size limit, non-delta frames between."""
+    """Delta, text-start and text-end frames in Mastra's shape (what the native C delta loop
+    takes or reads) mixed with what sends it back to the general path: run ids too long for a
+    stored route, escaped ids, tool deltas that name their tool late, ids reopened after
+    text-end, providerMetadata, other key orders, frames near the size limit."""
     runs = ["r%d" % i for i in range(12)] + ["L" * 90, "\\u0041bc", "é" * 30]
     lines = []
     for i in range(n):
@@ -389,8 +389,12 @@ def _random_delta_log(rng, n):
                 p["toolName"] = "w"
             d = {"type": "tool-call-delta", "runId": run, "from": "AGENT", "payload": p}
         else:
-            d = {"type": "text-end", "runId": run, "from": "AGENT",
-                 "payload": {"type": "text-end", "id": "t%d" % rng.randrange(3)}}
+            kind = rng.choice(["text-start", "text-end"])
+            p = {"type": "text-end"} if kind == "text-end" else {}
+            p["id"] = "t%d" % rng.randrange(3)
+            if rng.random() < 0.2:
+                p["providerMetadata"] = {"m": {"k": i}}
+            d = {"type": kind, "runId": run, "from": "AGENT", "payload": p}
         ln = json.dumps(d, ensure_ascii=False, separators=(",", ":"))
         # the text goes in as written above, escapes and all (json.dumps would double them)
         ln = ln.replace('"@"', '"' + text + '"').replace('"\\\\u0041bc"', '"\\u0041bc"')
@@ -434,3 +438,23 @@ def test_delta_loop_native_equals_reference(both, framing, seed):
     assert len(outs[0][0]) == 15
     if limit is not None:
         assert outs[0][2]        # some frames were over the limit
+
+
+def test_native_reads_plain_deltas_and_text_brackets_without_the_decoder(both, monkeypatch):
+    """Mastra's plain text-delta/text-start/text-end frames never reach the general path on the
+    native side (the C loop takes or reads them); the same log on the reference path does."""
+    lines = [line("start", {"id": "agent"}), line("text-start", {"id": "t"}), text_delta("t", "Hé"),
+             text_delta("t", "llo"), line("text-end", {"type": "text-end", "id": "t"}),
+             line("text-start", {"id": "t"}), text_delta("t", "!"), line("text-end", {"type": "text-end", "id": "t"})]
+    data = b"".join(ln + b"\n" for ln in lines)
+    seen = []
+    base = type(both[0].Accumulator()).__mro__[1]          # the same base class on both paths
+    other = base._other
+    monkeypatch.setattr(base, "_other", lambda self, c: (seen.append(type(c).__struct_config__.tag), other(self, c))[1])
+    for api in both:
+        acc = api.Accumulator("ndjson")
+        acc.feed(data)
+        acc.close()
+        assert acc.result().text == "Héllo!" and [p["text"] for p in acc.result().parts] == ["Héllo", "!"]
+        seen.append("|")
+    assert seen == ["start", "|", "start", "text-start", "text-end", "text-start", "text-end", "|"]

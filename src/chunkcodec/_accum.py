@@ -626,6 +626,14 @@ class _Run:
         part.take()
         return part
 
+    def end_text(self, id_: Any, pm: Any) -> None:
+        part = self.open_text.pop(id_, None)
+        if part is not None:
+            if pm is not UNSET:
+                part.pm = pm
+            part.seal()
+        self.text_pm.pop(id_, None)
+
     def reasoning_part(self, id_: Any, pm: Any, start: bool) -> _Part:
         part = self.open_reasoning.get(id_)
         if part is None or start:
@@ -977,6 +985,14 @@ class AccumulatorBase:
         ta.buf.owner = ta
         return ta.buf, ta
 
+    def _text_start(self, run_id: str, from_: str) -> None:
+        """A text-start frame without providerMetadata, read by the native decoder."""
+        self._run(run_id, from_)
+
+    def _text_end(self, run_id: str, from_: str, id_: str) -> None:
+        """A text-end frame without providerMetadata, read by the native decoder."""
+        self._run(run_id, from_).end_text(id_, UNSET)
+
     def _light_finish(self, m: Any) -> None:
         """A step-finish/finish frame read with the light decoder."""
         run = self._run(m.runId if m.runId is not UNSET else None, UNSET)
@@ -1014,12 +1030,7 @@ class AccumulatorBase:
             if p.providerMetadata is not UNSET:
                 run.text_pm[p.id] = p.providerMetadata
         elif t == "text-end":
-            part = run.open_text.pop(p.id, None)
-            if part is not None:
-                if p.providerMetadata is not UNSET:
-                    part.pm = p.providerMetadata
-                part.seal()
-            run.text_pm.pop(p.id, None)
+            run.end_text(p.id, p.providerMetadata)
         elif t == "reasoning-start":
             part = run.reasoning_part(p.id, p.providerMetadata, True)
             pm = _v(p.providerMetadata)

@@ -124,11 +124,22 @@ cdef extern from "chunkcodec/accum.h":
                              size_t key_len, int has_name) nogil
     Py_ssize_t cc_route_put(cc_routes *t, int type, const char *run, size_t run_len, const char *key,
                             size_t key_len, cc_dbuf *buf, int need_name) nogil
+    enum:
+        CC_ACC_TEXT_START
+        CC_ACC_TEXT_END
     ctypedef struct cc_accum_stop:
         size_t frames
         Py_ssize_t last
         Py_ssize_t full
         size_t need
+        int event
+        size_t event_bytes
+        const char *run
+        const char *from_ "from"
+        const char *key
+        size_t run_len
+        size_t from_len
+        size_t key_len
     size_t cc_accum_deltas(int framing, const char *buf, size_t len, size_t max_frame, cc_routes *t,
                            cc_accum_stop *st) nogil
     enum:

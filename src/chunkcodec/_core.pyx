@@ -28,6 +28,7 @@ from chunkcodec.errors import DecodeError, InvalidFrame, as_truncated, frame_too
 
 cdef extern from "Python.h":
     object PyUnicode_New(Py_ssize_t size, Py_UCS4 maxchar)
+    object PyUnicode_DecodeUTF8(const char* s, Py_ssize_t size, const char* errors)
     void* PyUnicode_DATA(object o)
     int PyUnicode_KIND(object o)
     bint PyUnicode_IS_ASCII(object o)
@@ -668,6 +669,11 @@ cdef class StreamDecoder:
             if st.full >= 0:
                 (<DeltaBuf>(<tuple>self._rkeep[st.full])[0]).reserve(st.need)
                 continue
+            if st.event:
+                self._sink_event(&st)
+                self._index += 1
+                total += <Py_ssize_t>st.event_bytes
+                continue
             if total >= n:
                 break
             c = cc_frame_split(fr, p + total, n - total, final, &frame, 1, &nf)
@@ -677,6 +683,17 @@ cdef class StreamDecoder:
                 break
             total += c
         return total
+
+    cdef int _sink_event(self, cc_accum_stop* st) except -1:
+        """A text-start or text-end the C loop read: straight to the sink, no decoder."""
+        run_id = self._cached_utf8(st.run, st.run_len, CC_F_RUN_ID)
+        from_ = self._cached_utf8(st.from_, st.from_len, CC_F_FROM)
+        self._cur_run = None
+        if st.event == CC_ACC_TEXT_START:
+            self._sink._text_start(run_id, from_)
+        else:
+            self._sink._text_end(run_id, from_, PyUnicode_DecodeUTF8(st.key, <Py_ssize_t>st.key_len, NULL))
+        return 0
 
     cdef int _sink_hot(self, cc_hot_t* h) except -1:
         # (type, runId, id) -> the buffer to append to, through the routes the sink gave, which the
@@ -735,6 +752,17 @@ cdef class StreamDecoder:
             return self._cache[2 * slot + 1]
         val = _make_str(s)
         self._cache[2 * slot] = PyBytes_FromStringAndSize(s.p, s.len)
+        self._cache[2 * slot + 1] = val
+        return val
+
+    cdef object _cached_utf8(self, const char* p, size_t n, int slot):
+        """_cached for a string known to hold no escape (its bytes are its UTF-8)."""
+        cdef object raw = self._cache[2 * slot]
+        cdef object val
+        if raw is not None and PyBytes_GET_SIZE(raw) == <Py_ssize_t>n and memcmp(PyBytes_AS_STRING(raw), p, n) == 0:
+            return self._cache[2 * slot + 1]
+        val = PyUnicode_DecodeUTF8(p, <Py_ssize_t>n, NULL)
+        self._cache[2 * slot] = PyBytes_FromStringAndSize(p, n)
         self._cache[2 * slot + 1] = val
         return val
 

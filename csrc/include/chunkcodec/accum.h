@@ -53,19 +53,27 @@ ptrdiff_t cc_route_find(const cc_routes *t, int type, const char *run, size_t ru
 ptrdiff_t cc_route_put(cc_routes *t, int type, const char *run, size_t run_len, const char *key, size_t key_len,
                        cc_dbuf *buf, int need_name);
 
+/* The frames the loop does not take but reads for the caller, so that it needs no decoder for
+ * them: text-start and text-end in their plain shape (no providerMetadata, no escapes). */
+enum { CC_ACC_TEXT_START = 4, CC_ACC_TEXT_END = 5 };
+
 /* Why cc_accum_deltas stopped, and what it took. */
 typedef struct cc_accum_stop {
     size_t frames;      /* frames taken */
     ptrdiff_t last;     /* the slot of the last frame taken, or -1 */
     ptrdiff_t full;     /* the slot whose buffer had no room for the next frame, or -1 */
     size_t need;        /* the bytes that frame needs */
+    int event;          /* 0, or CC_ACC_TEXT_*: the next frame is one, read (and valid) */
+    size_t event_bytes; /* its bytes, separator included: where the frame after it starts */
+    const char *run, *from, *key;   /* its runId, from and payload.id, UTF-8 without escapes */
+    size_t run_len, from_len, key_len;
 } cc_accum_stop;
 
 /* Take the delta frames at the start of buf, in order, as long as each one is in Mastra's exact
  * shape (fully validated, as cc_scan_hot would), at most max_frame bytes (the SSE event block, as
  * cc_frame_t.blen counts), complete (its separator
  * is in buf) and has a live route with room in its buffer.  Returns the bytes consumed: the next
- * frame starts there. */
+ * frame starts there (st->event says when it is a text-start or text-end read for the caller). */
 size_t cc_accum_deltas(int framing, const char *buf, size_t len, size_t max_frame, cc_routes *t,
                        cc_accum_stop *st);
 #endif
