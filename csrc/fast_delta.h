@@ -113,8 +113,8 @@ CC_INLINE int lit_str(fast_frame *f, size_t *x, const char *lit, size_t ln, size
     return 1;
 }
 
-/* A delta frame at p (avail bytes) ended by the control byte sep: 1 with *out filled, or 0 for
- * "not taken". */
+/* A delta frame (or a plain text-start/text-end) at p (avail bytes) ended by the control byte
+ * sep: 1 with *out filled, or 0 for "not taken". */
 CC_INLINE int fast_delta(const char *p, size_t avail, char sep, fast_delta_t *out) {
     fast_frame fr;
     uint32_t bs[FAST_MAX_ESCAPES];
