@@ -220,7 +220,15 @@ def _framing_of(buf: Any, framing: str) -> int:
 
 
 def _decode_run_id(raw: bytes) -> str:
-    return raw.decode("utf-8", "replace") if b"\\" not in raw else _json_obj(b'"' + raw + b'"')
+    """A runId as written (a JSON string's bytes) as a str.  The run of a frame that is not valid
+    JSON (read structurally) may hold a bad escape or bad UTF-8: those are kept as written, with
+    U+FFFD for the bad bytes, rather than fail the whole index."""
+    if b"\\" in raw:
+        try:
+            return _json_obj(b'"' + raw + b'"')
+        except (msgspec.DecodeError, UnicodeDecodeError):
+            pass
+    return raw.decode("utf-8", "replace")
 
 
 def scan(source: Any, framing: str = "auto", workers: int | None = None) -> Index:
@@ -300,9 +308,134 @@ def _text_span(frame: bytes, key: str, value: str) -> tuple | None:
     return found
 
 
+# The structural reading of a frame's top level, as csrc/bulk.c's top_level does it, byte for
+# byte: strings end at the first quote after an even run of backslashes, nested values are skipped
+# by counting brackets (of either kind) outside strings, nothing else is checked.
+_WS = b" \t\r\n"
+_QUOTE_OR_BRACKET = re.compile(rb'["{}\[\]]')
+_SCALAR = re.compile(rb'[^,} \n\r\t]*')
+_NOT_IN_SCALAR = re.compile(rb'[{\["\]:]')
+_CODE_RAW = {n.encode(): c for n, c in _CODE.items() if c >= len(_SPECIAL)}
+
+
+def _skip_ws(p: bytes, i: int) -> int:
+    n = len(p)
+    while i < n and p[i] in _WS:
+        i += 1
+    return i
+
+
+def _skip_str(p: bytes, i: int) -> int:
+    """i is just past an opening quote: the index just past the closing one, or -1."""
+    start = i
+    while True:
+        k = p.find(b'"', i)
+        if k < 0:
+            return -1
+        j = k
+        while j > start and p[j - 1] == 0x5C:
+            j -= 1
+        if (k - j) % 2 == 0:
+            return k + 1
+        i = k + 1
+
+
+def _skip_container(p: bytes, i: int) -> int:
+    """p[i] is '{' or '[': the index just past the matching bracket, or -1."""
+    depth = 0
+    while True:
+        m = _QUOTE_OR_BRACKET.search(p, i)
+        if m is None:
+            return -1
+        i = m.start()
+        c = p[i]
+        if c == 0x22:
+            i = _skip_str(p, i + 1)
+            if i < 0:
+                return -1
+            continue
+        if c in b"{[":
+            depth += 1
+        else:
+            if depth == 0:
+                return -1
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+
+
+def _top_level(p: bytes) -> tuple | None:
+    """(raw "type" string, raw "runId" string), each None when there is no such string member
+    (the last one wins), or None when the frame is not an object by bulk.c's structural rules."""
+    n = len(p)
+    i = _skip_ws(p, 0)
+    if i >= n or p[i] != 0x7B or p.rstrip(_WS)[-1:] != b"}":
+        return None
+    i += 1
+    typ = run = None
+    while True:
+        i = _skip_ws(p, i)
+        if i >= n:
+            return None
+        if p[i] == 0x7D:
+            return (typ, run) if _skip_ws(p, i + 1) == n else None
+        if p[i] != 0x22:
+            return None
+        e = _skip_str(p, i + 1)
+        if e < 0:
+            return None
+        key = p[i + 1:e - 1]
+        i = _skip_ws(p, e)
+        if i >= n or p[i] != 0x3A:
+            return None
+        i = _skip_ws(p, i + 1)
+        if i >= n:
+            return None
+        c = p[i]
+        if c == 0x22:
+            e = _skip_str(p, i + 1)
+            if e < 0:
+                return None
+            if key == b"type":
+                typ = p[i + 1:e - 1]
+            elif key == b"runId":
+                run = p[i + 1:e - 1]
+            i = e
+        elif c == 0x7B or c == 0x5B:
+            i = _skip_container(p, i)
+            if i < 0:
+                return None
+        else:
+            e = _SCALAR.match(p, i).end()
+            if _NOT_IN_SCALAR.search(p, i, e):
+                return None
+            i = e
+        i = _skip_ws(p, i)
+        if i >= n:
+            return None
+        if p[i] == 0x2C:
+            i += 1
+            continue
+        if p[i] == 0x7D:
+            return (typ, run) if _skip_ws(p, i + 1) == n else None
+        return None
+
+
+def _code_of(raw: bytes | None) -> int:
+    if raw is None:
+        return UNKNOWN
+    code = _CODE_RAW.get(raw)
+    if code is not None:
+        return code
+    return DATA if len(raw) > 5 and raw.startswith(b"data-") else UNKNOWN
+
+
 def _scan_reference(buf: Any, fr: int) -> tuple:
-    """The plain-Python index: the same columns from frames decoded as the decoder decodes them
-    (the text span: see _text_span)."""
+    """The plain-Python index, by the native index's rules: a frame's type and run are its
+    top-level "type" and "runId" strings as written, read structurally (_top_level); a frame of
+    a delta type must also be what the decoder reads (json.loads's rules), else it is corrupt, and
+    its text span is found as _text_span finds it."""
     data = bytes(buf)
     frames, _ = _reference.split_frames(fr, data, True)
     off, ln, ty, rn, toff, tln = [], [], [], [], [], []
@@ -314,29 +447,29 @@ def _scan_reference(buf: Any, fr: int) -> tuple:
         off.append(start)
         ln.append(length)
         t_off, t_len, run = -1, 0, -1
+        top = None if kind == _reference.MULTI_KIND else _top_level(frame)
         if kind == _reference.MULTI_KIND:
             code = MULTI
+        elif top is None:
+            code = CORRUPT
         else:
-            try:
-                obj = _json_obj(frame)      # what the decoder reads: json.loads's rules
-            except (msgspec.DecodeError, UnicodeDecodeError):
-                obj = None
-            if not isinstance(obj, dict):
-                code = CORRUPT
-            else:
-                t = obj.get("type")
-                code = _CODE.get(t, DATA if isinstance(t, str) and t.startswith("data-") and len(t) > 5
-                                 else UNKNOWN) if isinstance(t, str) else UNKNOWN
-                rid = obj.get("runId")
-                if isinstance(rid, str):
-                    raw = msgspec.json.encode(rid)[1:-1]
-                    run = runs.setdefault(raw, len(runs))
-                key = _DELTAS.get(code)
-                p = obj.get("payload")
-                if key and isinstance(p, dict) and isinstance(p.get(key), str):
-                    span = _text_span(frame, key, p[key])
-                    if span is not None:
-                        t_off, t_len = start + span[0], span[1]
+            code, run_raw = _code_of(top[0]), top[1]
+            key = _DELTAS.get(code)
+            if key:
+                try:
+                    obj = _json_obj(frame)      # what the decoder reads: json.loads's rules
+                except (msgspec.DecodeError, UnicodeDecodeError):
+                    obj = None
+                if not isinstance(obj, dict):
+                    code, run_raw = CORRUPT, None
+                else:
+                    p = obj.get("payload")
+                    if isinstance(p, dict) and isinstance(p.get(key), str):
+                        span = _text_span(frame, key, p[key])
+                        if span is not None:
+                            t_off, t_len = start + span[0], span[1]
+            if run_raw is not None:
+                run = runs.setdefault(run_raw, len(runs))
         ty.append(code)
         rn.append(run)
         toff.append(t_off)
