@@ -458,3 +458,21 @@ def test_native_reads_plain_deltas_and_text_brackets_without_the_decoder(both, m
         assert acc.result().text == "Héllo!" and [p["text"] for p in acc.result().parts] == ["Héllo", "!"]
         seen.append("|")
     assert seen == ["start", "|", "start", "text-start", "text-end", "text-start", "text-end", "|"]
+
+
+def test_long_text_grows_the_buffer_past_doubling_with_views_held(codec):
+    """A run whose text outgrows the buffer's doubling range (64 KiB): every view taken on the
+    way still shows the bytes it was taken on, and the text is whole."""
+    pieces = ["%05d:" % i + "é" * 40 + "\n" for i in range(4000)]
+    data = b"".join(text_delta("t", p) + b"\n" for p in pieces)
+    acc = codec.Accumulator("ndjson")
+    views = []
+    for k in range(0, len(data), 50_000):
+        acc.feed(data[k:k + 50_000])
+        v = acc.buffer("text")
+        views.append((v, bytes(v)))
+    acc.close()
+    want = "".join(pieces)
+    assert acc.result().text == want and len(want.encode()) > 300_000
+    assert all(bytes(v) == was for v, was in views)
+    assert bytes(acc.buffer("text")) == want.encode()

@@ -270,14 +270,17 @@ cdef class DeltaBuf:
             self.d.cap = <size_t>(o.ob_alloc - (o.ob_start - o.ob_bytes) - 1)
 
     cdef int reserve(self, size_t n) except -1:
-        """Make room for n more bytes behind the end, growing by doubling."""
+        """Make room for n more bytes behind the end."""
         cdef Py_ssize_t size = PyByteArray_GET_SIZE(self.data)
         cdef Py_ssize_t want = size + <Py_ssize_t>n
         cdef bytearray fresh
         if self.d.p != NULL and <size_t>size + n <= self.d.cap:
             return 0
-        if want < 2 * size:
-            want = 2 * size
+        # doubling while small (few stops of the C loop), a quarter more once large (bounded slack:
+        # a run's text may be most of the memory reconstruct holds)
+        grown = 2 * size if size < 65536 else size + size // 4
+        if want < grown:
+            want = grown
         if want < 64:
             want = 64
         if (<PyByteArrayObject*>self.data).ob_exports > 0:
