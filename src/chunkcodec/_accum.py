@@ -32,6 +32,7 @@ __all__ = ["RunOutput", "StepResult", "AccumulatorBase", "PartialJSON"]
 _PRIMARY = ("inputTokens", "outputTokens", "totalTokens")
 _DETAIL = ("reasoningTokens", "cachedInputTokens", "cacheCreationInputTokens",
            "cacheCreationInputTokens5m", "cacheCreationInputTokens1h")
+_DETAIL_SET = frozenset(_DETAIL)
 
 
 def _v(x: Any) -> Any:
@@ -555,19 +556,21 @@ class _Run:
 
     def _add_usage(self, usage: dict) -> None:
         self.u_steps += 1
+        u, dead = self.u, self.u_dead
         for k in _PRIMARY:
-            if k in self.u_dead:
+            if k in dead:
                 continue
             v = usage.get(k)
-            if _num(v):
-                self.u[k] = self.u.get(k, 0) + v
+            if type(v) is int or type(v) is float or _num(v):
+                u[k] = u.get(k, 0) + v
             else:
-                self.u_dead.add(k)
-                self.u.pop(k, None)
-        for k in _DETAIL:
-            v = usage.get(k)
-            if _num(v):
-                self.u[k] = self.u.get(k, 0) + v
+                dead.add(k)
+                u.pop(k, None)
+        if not _DETAIL_SET.isdisjoint(usage):         # detail counters are rare: look only then
+            for k in _DETAIL:
+                v = usage.get(k)
+                if v is not None and _num(v):
+                    u[k] = u.get(k, 0) + v
         self.u_raw = usage.get("raw", UNSET)
 
     def finish(self, reason: Any, usage: Any, pm: Any) -> None:
@@ -859,20 +862,26 @@ def decode_finish_light(data: Any) -> Any:
 
 def _finish_fields(payload: Any) -> tuple:
     """(reason, warnings, usage, resp_id, model_id, pm) from a payload (typed or light)."""
-    sr = _v(getattr(payload, "stepResult", UNSET))
-    md = _v(getattr(payload, "metadata", UNSET))
-    out = _v(getattr(payload, "output", UNSET))
-    reason = sr.get("reason") if isinstance(sr, dict) else None
-    warnings = sr.get("warnings") if isinstance(sr, dict) else None
+    # (called for every step-finish and finish: written for speed; UNSET and None are alike)
+    sr = getattr(payload, "stepResult", UNSET)
+    md = getattr(payload, "metadata", UNSET)
+    out = getattr(payload, "output", UNSET)
+    if isinstance(sr, dict):
+        reason, warnings = sr.get("reason"), sr.get("warnings")
+    else:
+        reason = warnings = None
     if isinstance(out, dict):
         usage = out.get("usage")
-    elif out is not None:
-        usage = _v(out.usage)
+    elif out is not None and out is not UNSET:
+        usage = out.usage
+        if usage is UNSET:
+            usage = None
     else:
         usage = None
-    md = md if isinstance(md, dict) else {}
-    pm = _v(getattr(payload, "providerMetadata", UNSET))
-    if pm is None:
+    pm = getattr(payload, "providerMetadata", UNSET)
+    if not isinstance(md, dict):
+        return reason, warnings, usage, None, None, None if pm is UNSET else pm
+    if pm is None or pm is UNSET:
         pm = md.get("providerMetadata")
     return reason, warnings, usage, md.get("id"), md.get("modelId"), pm
 
