@@ -49,7 +49,8 @@ typedef struct cc_routes {
 /* The slot holding a live route for (type, run, key), or -1.  has_name: the frame names its tool. */
 ptrdiff_t cc_route_find(const cc_routes *t, int type, const char *run, size_t run_len, const char *key,
                         size_t key_len, int has_name);
-/* Store a route (replacing what the slot held); returns its slot, or -1 if the key is too long. */
+/* Store a route in its set: in the slot the key already has, else an empty or dead one, else the
+ * older one.  Returns the slot, or -1 if the key is too long to store. */
 ptrdiff_t cc_route_put(cc_routes *t, int type, const char *run, size_t run_len, const char *key, size_t key_len,
                        cc_dbuf *buf, int need_name);
 
@@ -71,9 +72,9 @@ typedef struct cc_accum_stop {
 
 /* Take the delta frames at the start of buf, in order, as long as each one is in Mastra's exact
  * shape (fully validated, as cc_scan_hot would), at most max_frame bytes (the SSE event block, as
- * cc_frame_t.blen counts), complete (its separator
- * is in buf) and has a live route with room in its buffer.  Returns the bytes consumed: the next
- * frame starts there (st->event says when it is a text-start or text-end read for the caller). */
+ * cc_frame_t.blen counts), complete (its separator is in buf), and has a live route with room in
+ * its buffer.  Returns the bytes consumed: the next frame starts there (st->event says when it is
+ * a text-start or text-end read for the caller). */
 size_t cc_accum_deltas(int framing, const char *buf, size_t len, size_t max_frame, cc_routes *t,
                        cc_accum_stop *st);
 #endif
