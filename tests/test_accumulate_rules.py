@@ -476,3 +476,17 @@ def test_long_text_grows_the_buffer_past_doubling_with_views_held(codec):
     assert acc.result().text == want and len(want.encode()) > 300_000
     assert all(bytes(v) == was for v, was in views)
     assert bytes(acc.buffer("text")) == want.encode()
+
+
+def test_a_run_id_that_comes_back_after_its_run_was_popped_starts_a_new_run(codec):
+    """pop_finished() hands a run out and drops it (bulk.reconstruct does this between feeds);
+    deltas of the same runId and part id after that (a resumed run, a log with the run twice) go to
+    a new run, not into the buffers of the one handed out."""
+    fin = line("finish", {"stepResult": {"reason": "stop"}, "output": {"usage": {}}})
+    call = line("tool-call-delta", {"argsTextDelta": "{", "toolCallId": "c", "toolName": "w"})
+    acc = codec.Accumulator("ndjson")
+    acc.feed(text_delta("t", "one ") + b"\n" + call + b"\n" + fin + b"\n")
+    assert [r.text for r in acc.pop_finished()] == ["one "]
+    acc.feed(text_delta("t", "two") + b"\n" + call + b"\n")
+    (r,) = acc.results().values()
+    assert r.run_id == RUN and r.text == "two" and bytes(acc.buffer("c")) == b"{"

@@ -522,6 +522,13 @@ class _Run:
         self.suspend_payload: Optional[dict] = None
         self.pm: Any = None
 
+    def retire(self) -> None:
+        """The run was handed out and dropped: no buffer of it has a writer any more, so no
+        decoder route leads to it (the same runId arriving again starts a new run)."""
+        self.text.owner = self.rbuf.owner = None
+        for ta in self.tool_args.values():
+            ta.buf.owner = None
+
     # -- steps -------------------------------------------------------------------------------
     def step(self) -> _Step:
         if self.cur is None:
@@ -1172,6 +1179,7 @@ class AccumulatorBase:
         run = self._runs.pop(rid)
         for ta in run.tool_args:
             self._tool_args.pop(ta, None)
+        run.retire()
         if self._current is run:
             self._current = None
         return out
