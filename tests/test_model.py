@@ -51,6 +51,35 @@ def test_unknown_fields_survive(codec):
     assert type(codec.decode(json.dumps(obj))) is type(chunk)
 
 
+def test_unknown_keys_msgspec_cannot_name_are_kept_under_a_plain_name(codec):
+    """A key with a quote, a backslash, a control character or a lone surrogate cannot be a
+    msgspec field name: such a key's value is kept under the key with those characters replaced
+    (unique among the keys), and the raw bytes still re-encode the frame exactly."""
+    line = (b'{"type":"text-delta","runId":"r","from":"AGENT","x\\"y":1,"z\\ud800":5,'
+            b'"payload":{"id":"t","text":"a","tex\\t":2,"tex_":3,"q\\\\":4}}')
+    c = codec.decode(line)
+    assert c.payload.text == "a" and c.x_y == 1 and c.z_ == 5
+    assert (c.payload.tex_, c.payload.tex__, c.payload.q_) == (3, 2, 4)
+    assert codec.encode(c, "ndjson") == line + b"\n"
+    acc = codec.Accumulator("ndjson")
+    acc.feed(line + b"\n")
+    assert acc.result().text == "a"
+
+
+def test_a_finish_frame_with_bad_utf8_is_a_decode_error_not_a_crash(codec):
+    """msgspec raises UnicodeDecodeError, not its DecodeError, for bad UTF-8 in a string it
+    decodes: the light reader of step-finish/finish frames passes such a frame to the full decoder,
+    which reports it with its position."""
+    bad = b'{"type":"finish","runId":"ab\xc8","payload":{}}\n'
+    acc = codec.Accumulator("ndjson")
+    with pytest.raises(cc.DecodeError) as exc:
+        acc.feed(b'{"type":"text-delta","runId":"r","from":"AGENT","payload":{"id":"t","text":"x"}}\n' + bad)
+    assert exc.value.frame_index == 1
+    keep = codec.Accumulator("ndjson", errors="keep")
+    keep.feed(bad)
+    assert [f.frame_index for f in keep.invalid_frames] == [0]
+
+
 def test_unknown_type_is_kept_whole(codec):
     obj = {"type": "brand-new-thing", "runId": "r", "payload": {"a": 1}, "weird": "x"}
     chunk = _rt(codec, obj)

@@ -863,7 +863,7 @@ def decode_finish_light(data: Any) -> Any:
     decodes it fully, which gives the proper error or the chunk)."""
     try:
         return _min_decoder.decode(data)
-    except (msgspec.ValidationError, msgspec.DecodeError):
+    except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError):
         return None
 
 
@@ -895,6 +895,9 @@ def _finish_fields(payload: Any) -> tuple:
 
 # --------------------------------------------------------------------------------------------
 # The accumulator
+
+_DELTAS = (_c.TextDelta, _c.ReasoningDelta, _c.ToolCallDelta)
+
 
 class AccumulatorBase:
     """Reassembles runs from a stream of chunks.
@@ -964,6 +967,9 @@ class AccumulatorBase:
     def add(self, chunk: Any) -> None:
         """Accumulate one typed chunk."""
         t = type(chunk)
+        if t is not _c.TextDelta and t is not _c.ReasoningDelta and t is not _c.ToolCallDelta and \
+                isinstance(chunk, _DELTAS):   # decoded with unknown keys: a subclass (_model._extend)
+            t = next(c for c in _DELTAS if isinstance(chunk, c))
         if t is _c.TextDelta:
             p = chunk.payload
             run = self._run(chunk.runId, chunk.from_)

@@ -104,7 +104,31 @@ def _extend(base: type, keys: tuple[str, ...], overrides: list | None = None) ->
     return cls
 
 
-def _class_with_extras(obj: dict) -> type:
+#: What msgspec cannot take in a field's wire name (a lone surrogate cannot even be encoded).
+_ODD_KEY = re.compile('[\\\\"\x00-\x1f\ud800-\udfff]')
+
+
+def _plain_keys(d: dict, extra: tuple, known: set) -> tuple:
+    """(d, extra) with every extra key msgspec cannot name a field by (a quote, a backslash, a
+    control character, a lone surrogate) renamed to one it can, unique among d's keys and the known fields: its
+    value is kept, under that name (the frame's raw bytes, when kept, still have the key)."""
+    if not any(_ODD_KEY.search(k) for k in extra):
+        return d, extra
+    used = set(d) | known
+    names = {}
+    for k in extra:
+        if _ODD_KEY.search(k):
+            n = _ODD_KEY.sub("_", k)
+            while n in used:
+                n += "_"
+            used.add(n)
+            names[k] = n
+    return {names.get(k, k): v for k, v in d.items()}, tuple(names.get(k, k) for k in extra)
+
+
+def _class_with_extras(obj: dict) -> tuple:
+    """(the chunk class for obj, declaring its unknown keys, top level and payload; obj as that
+    class takes it)."""
     type_ = obj.get("type")
     cls = chunk_class_for(type_) if isinstance(type_, str) else _c.UnknownChunk
     known = _wire_names(cls)
@@ -116,9 +140,14 @@ def _class_with_extras(obj: dict) -> type:
         pknown = _wire_names(pcls)
         pextra = tuple(k for k in payload if k not in pknown)
     if not top and not pextra:
-        return cls
+        return cls, obj
+    if pextra:
+        plain, pextra = _plain_keys(payload, pextra, pknown)
+        if plain is not payload:
+            obj = dict(obj, payload=plain)
+    obj, top = _plain_keys(obj, top, known)
     overrides = [("payload", _extend(pcls, pextra))] if pextra else None
-    return _extend(cls, top, overrides)
+    return _extend(cls, top, overrides), obj
 
 
 def _json_obj(frame: Any) -> Any:
@@ -143,7 +172,8 @@ def decode_frame(frame: Any, frame_index: int = 0, frame_pos: int = 0) -> Any:
         obj = _json_obj(frame)
         if not isinstance(obj, dict):
             return _typed.decode(frame)  # raises msgspec's "Expected `object`, got ..." error
-        return msgspec.convert(obj, _class_with_extras(obj))
+        cls, obj = _class_with_extras(obj)
+        return msgspec.convert(obj, cls)
     except (msgspec.MsgspecError, UnicodeDecodeError, RecursionError) as exc:
         raise from_msgspec(exc, frame, frame_index, frame_pos) from None
 
@@ -153,7 +183,8 @@ def convert_item(obj: Any, frame_index: int = 0, frame_pos: int = 0) -> Any:
     try:
         if not isinstance(obj, dict):
             raise msgspec.ValidationError(f"Expected `object`, got `{type(obj).__name__}`")
-        return msgspec.convert(obj, _class_with_extras(obj))
+        cls, obj = _class_with_extras(obj)
+        return msgspec.convert(obj, cls)
     except msgspec.MsgspecError as exc:
         raise from_msgspec(exc, msgspec.json.encode(obj), frame_index, frame_pos) from None
 
