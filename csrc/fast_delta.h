@@ -54,8 +54,19 @@ CC_INLINE uint64_t load64(const char *p) {
 
 /* a[0..n) == b[0..n), in 8-byte words (the last one overlapping): the keys and literals compared
  * here are short, and a call to memcmp costs more than the comparison. */
+CC_INLINE uint32_t load32(const char *p) {
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
 CC_INLINE int same(const char *a, const char *b, size_t n) {
-    if (n < 8) return memcmp(a, b, n) == 0;
+    if (n < 8) {                       /* two overlapping 4-byte words, or bytes */
+        if (n >= 4) return ((load32(a) ^ load32(b)) | (load32(a + n - 4) ^ load32(b + n - 4))) == 0;
+        for (size_t i = 0; i < n; i++)
+            if (a[i] != b[i]) return 0;
+        return 1;
+    }
     uint64_t d = 0;
     size_t i = 0;
     for (; i + 8 <= n; i += 8) d |= load64(a + i) ^ load64(b + i);
