@@ -11,6 +11,7 @@ import pytest
 
 from conftest import CORPUS
 from test_accumulate import CHUNK_FILES, _check
+from util import FRAMINGS, corrupted
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "bench"))
 import gen  # noqa: E402
@@ -522,11 +523,6 @@ def test_deltas_with_unknown_keys_are_accumulated(codec):
     assert r.text == "abc" and r.reasoning_text == "think"
 
 
-_JUNK = [b"\\", b'"', b"{", b"}", b"[", b"]", b":", b",", b" ", b"\xff", b"\xc3", b"\x01", b"\\u00", b'\\"', b"0",
-         b"null", b'"type":"x",', b'"runId":"q",', b'"type":1,', b'"typ\\u0065":"finish",', b'"runId":"a\\q",',
-         b"\\ud800", b'"k\\"ey":1,']
-
-
 @pytest.mark.parametrize("seed", range(3))
 def test_randomly_corrupted_logs_accumulate_alike_on_both_paths(both, seed):
     """Frames of every type, some with bytes deleted, inserted or overwritten, in the three
@@ -535,21 +531,9 @@ def test_randomly_corrupted_logs_accumulate_alike_on_both_paths(both, seed):
     msgspec's UnicodeDecodeError escaping)."""
     rng = random.Random(seed)
     frames = gen.interleaved(6, 12, 5)
-    for _ in range(12):
-        fs = []
-        for f in rng.sample(frames, 40):
-            f = bytearray(f)
-            if rng.random() < 0.3:
-                for _ in range(rng.randrange(1, 3)):
-                    op, i = rng.randrange(3), rng.randrange(len(f))
-                    if op == 0:
-                        del f[i:i + rng.randrange(1, 4)]
-                    elif op == 1:
-                        f[i:i] = rng.choice(_JUNK)
-                    else:
-                        f[i] = rng.randrange(256)
-            fs.append(bytes(f).replace(b"\n", b" ").replace(b"\r", b" ").replace(b"\x1e", b" "))
-        for framing, pre, sep in (("ndjson", b"", b"\n"), ("rs", b"", b"\x1e"), ("sse", b"data: ", b"\n\n")):
+    for _ in range(20):
+        fs = corrupted(rng, frames, 40, p=0.3)
+        for framing, pre, sep in FRAMINGS:
             data = b"".join(pre + f + sep for f in fs)
             cuts = sorted(rng.sample(range(1, len(data)), 20))
             outs = []

@@ -15,6 +15,7 @@ import chunkcodec
 from chunkcodec import bulk
 
 from conftest import CORPUS
+from util import FRAMINGS, corrupted
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "bench"))
 import gen  # noqa: E402
@@ -149,10 +150,6 @@ def test_threads_with_more_frames_than_guessed(log, monkeypatch, tmp_path):
             assert _columns(bulk.scan(p, workers=workers)) == _columns(one)
 
 
-_JUNK = [b"\\", b'"', b"{", b"}", b"[", b"]", b":", b",", b" ", b"\xff", b"\xc3", b"\x01", b"\\u00", b'\\"', b"0",
-         b"null", b'"type":"x",', b'"runId":"q",', b'"type":1,', b'"typ\\u0065":"finish",', b'"runId":"a\\q",']
-
-
 @pytest.mark.parametrize("seed", range(3))
 def test_randomly_corrupted_frames_of_every_type_native_equals_reference(seed, reference):
     """Frames of every type (deltas, starts, tool calls, step-finish/finish with their history)
@@ -161,19 +158,8 @@ def test_randomly_corrupted_frames_of_every_type_native_equals_reference(seed, r
     rng = random.Random(seed)
     frames = gen.interleaved(6, 12, 5)
     for _ in range(25):
-        fs = []
-        for f in rng.sample(frames, 20):
-            f = bytearray(f)
-            for _ in range(rng.randrange(3)):
-                op, i = rng.randrange(3), rng.randrange(len(f))
-                if op == 0:
-                    del f[i:i + rng.randrange(1, 4)]
-                elif op == 1:
-                    f[i:i] = rng.choice(_JUNK)
-                else:
-                    f[i] = rng.randrange(256)
-            fs.append(bytes(f).replace(b"\n", b" ").replace(b"\r", b" ").replace(b"\x1e", b" "))
-        for framing, pre, sep in (("ndjson", b"", b"\n"), ("rs", b"", b"\x1e"), ("sse", b"data: ", b"\n\n")):
+        fs = corrupted(rng, frames, 20, p=0.7)
+        for framing, pre, sep in FRAMINGS:
             data = b"".join(pre + f + sep for f in fs)
             assert _columns(bulk.scan(data, framing)) == _columns(reference(data, framing))
 

@@ -40,3 +40,33 @@ def decode_all(codec, data, framing="auto", splits=None, **opts):
             prev = s
     got += dec.close()
     return normalize(got, codec)
+
+
+#: What the corruption fuzz tests insert: structure, bad escapes, bad UTF-8, control bytes,
+#: members that change a frame's type or run, keys msgspec cannot name.
+JUNK = [b"\\", b'"', b"{", b"}", b"[", b"]", b":", b",", b" ", b"\xff", b"\xc3", b"\x01", b"\\u00", b'\\"', b"0",
+        b"null", b'"type":"x",', b'"runId":"q",', b'"type":1,', b'"typ\\u0065":"finish",', b'"runId":"a\\q",',
+        b"\\ud800", b'"k\\"ey":1,']
+
+#: (framing, what goes before a frame, what ends it)
+FRAMINGS = (("ndjson", b"", b"\n"), ("rs", b"", b"\x1e"), ("sse", b"data: ", b"\n\n"))
+
+
+def corrupted(rng, frames, k, p=1.0):
+    """k frames drawn from frames, each (with probability p) with one or two random edits: bytes
+    deleted, JUNK inserted, a byte overwritten.  Separator bytes are blanked so that a frame stays
+    one frame in every framing."""
+    out = []
+    for f in rng.sample(frames, k):
+        f = bytearray(f)
+        if rng.random() < p:
+            for _ in range(rng.randrange(1, 3)):
+                op, i = rng.randrange(3), rng.randrange(len(f))
+                if op == 0:
+                    del f[i:i + rng.randrange(1, 4)]
+                elif op == 1:
+                    f[i:i] = rng.choice(JUNK)
+                else:
+                    f[i] = rng.randrange(256)
+        out.append(bytes(f).replace(b"\n", b" ").replace(b"\r", b" ").replace(b"\x1e", b" "))
+    return out
