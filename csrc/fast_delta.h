@@ -81,8 +81,9 @@ CC_INLINE int same(const char *a, const char *b, size_t n) {
  * (LF and 0x1E are control bytes; a JSON frame holds none), the quotes that no escape takes give
  * the strings, and the bytes between the strings must be the template's exactly.  Escapes and
  * UTF-8 are checked as the hot scanner checks them (cc_escape_len, cc_utf8_valid), so this path
- * takes a frame only when cc_scan_hot would, with the same spans; anything else (other key
- * orders, white space, CRLF, long frames) goes to the general path below. */
+ * takes a delta frame only when cc_scan_hot would, with the same spans; anything else (other key
+ * orders, white space, CRLF, long frames) is left to the caller's general path.  A text-start or
+ * text-end it takes is as valid (same checks, a template with no other value in it). */
 
 /* Besides the deltas (cc_hot_type), the two frames that bracket every text part, in their plain
  * shape (no providerMetadata): no text, and taken only without escapes. */
