@@ -1,6 +1,7 @@
 """chunkcodec.accumulate against the fastest pure-Python accumulators, on one generated log.
 
     python bench/bench_accumulate.py [--runs 40] [--deltas 300] [--repeat 7] [--json out.json]
+    python bench/bench_accumulate.py --breakdown     # where chunkcodec.accumulate spends its time
 
 The log interleaves --runs agent runs frame by frame (bench/gen.py: Mastra-shaped runs whose
 step-finish/finish frames carry the message history, about 38% of the bytes).  Every contender
@@ -12,6 +13,7 @@ row's ratio to its baseline, measured in the same run.
 from __future__ import annotations
 
 import argparse
+import gc
 import pathlib
 import sys
 
@@ -20,7 +22,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).parent))
 import baselines as B  # noqa: E402
 import chunkcodec  # noqa: E402
 import gen  # noqa: E402
-from bench_codec import run_table  # noqa: E402
+from bench_codec import run_table, timeit_rounds  # noqa: E402
 
 
 def cases(runs: int, deltas: int):
@@ -71,13 +73,65 @@ def cases(runs: int, deltas: int):
                   "implementation": chunkcodec.IMPLEMENTATION}
 
 
+def breakdown(runs: int, deltas: int, repeat: int) -> dict:
+    """Shares of accumulate's time on the log, found by leaving frame kinds out (medians of
+    interleaved rounds): the delta frames, the step-finish/finish frames, the other non-delta
+    frames, building the RunOutputs; then the garbage collector's share (the whole log timed with
+    it off) and the rate at which msgspec's light reader takes the big frames."""
+    from chunkcodec import _accum
+    frames = gen.interleaved(runs, deltas)
+    big = lambda f: f.startswith(_accum.FINISH_PREFIXES)  # noqa: E731
+    delta = lambda f: b'-delta"' in f[:30]  # noqa: E731
+    logs = {"all": frames, "no big": [f for f in frames if not big(f)], "deltas": [f for f in frames if delta(f)]}
+    data = {k: gen.framed(v, "ndjson") for k, v in logs.items()}
+
+    def feed(d):
+        acc = chunkcodec.Accumulator("ndjson")
+        acc.feed(d)
+        acc.close()
+        return acc
+
+    accs = {k: feed(d) for k, d in data.items()}
+    big_frames = [f for f in frames if big(f)]
+
+    def light():
+        for f in big_frames:
+            _accum.decode_finish_light(f)
+
+    def gc_off():
+        gc.disable()
+        try:
+            chunkcodec.accumulate(data["all"])
+        finally:
+            gc.enable()
+
+    fns = [lambda d=d: feed(d) for d in data.values()] + [accs["all"].results, lambda: chunkcodec.accumulate(data["all"]),
+                                                          gc_off, light]
+    med = [m for _, m in timeit_rounds(fns, repeat)]
+    feed_all, feed_nobig, feed_deltas, results, whole, whole_nogc, light_s = med
+    parts = {"delta frames (opening each part included)": feed_deltas,
+             "step-finish/finish frames": feed_all - feed_nobig,
+             "other non-delta frames": feed_nobig - feed_deltas,
+             "building the RunOutputs": results}
+    total = sum(parts.values())
+    out = {k: round(100 * v / total, 1) for k, v in parts.items()}
+    out["garbage collector, of the whole"] = round(100 * (whole - whole_nogc) / whole, 1)
+    out["msgspec light reader on the big frames, GB/s"] = round(sum(map(len, big_frames)) / light_s / 1e9, 2)
+    return out
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=40)
     ap.add_argument("--deltas", type=int, default=300)
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--json")
+    ap.add_argument("--breakdown", action="store_true", help="where accumulate's time goes, instead of the table")
     args = ap.parse_args(argv)
+    if args.breakdown:
+        for k, v in breakdown(args.runs, args.deltas, args.repeat).items():
+            print(f"  {k:50s} {v:6}{'' if 'GB/s' in k else ' %'}")
+        return
     rows, info = cases(args.runs, args.deltas)
     print(f"data: {info['runs']} interleaved runs, {info['frames']} frames, {info['ndjson_mb']} MB as NDJSON; "
           f"chunkcodec path: {info['implementation']}")

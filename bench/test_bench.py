@@ -79,3 +79,11 @@ def test_accumulate_chunkcodec(benchmark):
     nd = gen.framed(gen.interleaved(10, 300), "ndjson")
     runs = benchmark(chunkcodec.accumulate, nd)
     assert baselines.chunkcodec_answer(runs) == baselines.baseline_answer(baselines.msgspec_ndjson(nd))
+
+
+def test_accumulate_breakdown_runs_and_its_shares_add_up():
+    """bench_accumulate.py --breakdown (the README's "where the time goes"): a smoke run."""
+    import bench_accumulate
+    out = bench_accumulate.breakdown(runs=4, deltas=30, repeat=1)
+    shares = [v for k, v in out.items() if "of the whole" not in k and "GB/s" not in k]
+    assert len(shares) == 4 and abs(sum(shares) - 100) < 1
