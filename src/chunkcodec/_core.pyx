@@ -745,18 +745,9 @@ cdef class StreamDecoder:
 
     cdef object _cached(self, const cc_str_t* s, int slot):
         """The str for a scanned id-like field, reusing the previous one when the bytes repeat."""
-        cdef object raw
-        cdef object val
         if s.flags & CC_STR_ESCAPED:
             return _make_str(s)
-        raw = self._cache[2 * slot]
-        if raw is not None and PyBytes_GET_SIZE(raw) == <Py_ssize_t>s.len and \
-                memcmp(PyBytes_AS_STRING(raw), s.p, s.len) == 0:
-            return self._cache[2 * slot + 1]
-        val = _make_str(s)
-        self._cache[2 * slot] = PyBytes_FromStringAndSize(s.p, s.len)
-        self._cache[2 * slot + 1] = val
-        return val
+        return self._cached_utf8(s.p, s.len, slot)
 
     cdef object _cached_utf8(self, const char* p, size_t n, int slot):
         """_cached for a string known to hold no escape (its bytes are its UTF-8)."""
