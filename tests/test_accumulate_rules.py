@@ -11,7 +11,7 @@ import pytest
 
 from conftest import CORPUS
 from test_accumulate import CHUNK_FILES, _check
-from util import FRAMINGS, corrupted
+from util import corrupted_logs
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "bench"))
 import gen  # noqa: E402
@@ -529,20 +529,15 @@ def test_randomly_corrupted_logs_accumulate_alike_on_both_paths(both, seed):
     framings, fed in random pieces with errors="keep": the same runs and the same invalid frames on
     both paths, and no exception but DecodeError's kin (this found keys msgspec cannot name and
     msgspec's UnicodeDecodeError escaping)."""
-    rng = random.Random(seed)
-    frames = gen.interleaved(6, 12, 5)
-    for _ in range(20):
-        fs = corrupted(rng, frames, 40, p=0.3)
-        for framing, pre, sep in FRAMINGS:
-            data = b"".join(pre + f + sep for f in fs)
-            cuts = sorted(rng.sample(range(1, len(data)), 20))
-            outs = []
-            for api in both:
-                acc = api.Accumulator(framing, errors="keep")
-                for a, b in zip([0] + cuts, cuts + [len(data)]):
-                    acc.feed(data[a:b])
-                acc.close()
-                outs.append(([msgspec.to_builtins(r, enc_hook=_frame_tuple) for r in acc.results().values()],
-                             [_frame_tuple(f) for f in acc.invalid_frames]))
-            assert outs[0] == outs[1]
+    for rng, framing, data in corrupted_logs(seed, 20, 40, p=0.3):
+        cuts = sorted(rng.sample(range(1, len(data)), 20))
+        outs = []
+        for api in both:
+            acc = api.Accumulator(framing, errors="keep")
+            for a, b in zip([0] + cuts, cuts + [len(data)]):
+                acc.feed(data[a:b])
+            acc.close()
+            outs.append(([msgspec.to_builtins(r, enc_hook=_frame_tuple) for r in acc.results().values()],
+                         [_frame_tuple(f) for f in acc.invalid_frames]))
+        assert outs[0] == outs[1]
 

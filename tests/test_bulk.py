@@ -5,7 +5,6 @@ regions."""
 import gzip
 import json
 import pathlib
-import random
 import sys
 
 import msgspec
@@ -15,7 +14,7 @@ import chunkcodec
 from chunkcodec import bulk
 
 from conftest import CORPUS
-from util import FRAMINGS, corrupted
+from util import corrupted_logs
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "bench"))
 import gen  # noqa: E402
@@ -155,13 +154,8 @@ def test_randomly_corrupted_frames_of_every_type_native_equals_reference(seed, r
     """Frames of every type (deltas, starts, tool calls, step-finish/finish with their history)
     with bytes deleted, inserted and overwritten: the native index and the plain-Python one agree
     on every column and run id, in the three framings."""
-    rng = random.Random(seed)
-    frames = gen.interleaved(6, 12, 5)
-    for _ in range(25):
-        fs = corrupted(rng, frames, 20, p=0.7)
-        for framing, pre, sep in FRAMINGS:
-            data = b"".join(pre + f + sep for f in fs)
-            assert _columns(bulk.scan(data, framing)) == _columns(reference(data, framing))
+    for _, framing, data in corrupted_logs(seed, 25, 20, p=0.7):
+        assert _columns(bulk.scan(data, framing)) == _columns(reference(data, framing))
 
 
 def test_run_id_with_a_bad_escape_or_bad_utf8_in_a_non_delta_frame():

@@ -70,3 +70,17 @@ def corrupted(rng, frames, k, p=1.0):
                     f[i] = rng.randrange(256)
         out.append(bytes(f).replace(b"\n", b" ").replace(b"\r", b" ").replace(b"\x1e", b" "))
     return out
+
+
+def corrupted_logs(seed, logs, k, p):
+    """logs sets of k corrupted frames (from the generated agent runs), each framed three ways:
+    (rng, framing, data); rng is the test's, for any further random choice."""
+    import random
+
+    import gen  # bench/, put on the path by the test modules that call this
+    rng = random.Random(seed)
+    frames = gen.interleaved(6, 12, 5)
+    for _ in range(logs):
+        fs = corrupted(rng, frames, k, p)
+        for framing, pre, sep in FRAMINGS:
+            yield rng, framing, b"".join(pre + f + sep for f in fs)
