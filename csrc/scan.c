@@ -415,3 +415,216 @@ cc_status cc_scan_hot(const char *buf, size_t len, cc_hot_t *out) {
     }
     return CC_OK;
 }
+
+/* ---- The finish reader -------------------------------------------------------------------------
+ * step-finish and finish frames carry the run's whole message history (megabytes on long runs), of
+ * which accumulation needs a few small fields.  This walks the whole frame, checking it as strictly
+ * as the hot scanner does (JSON syntax, UTF-8, escapes), and returns the spans of those fields.
+ * Whatever it is unsure of -- an escaped or duplicate key where it reads keys, nesting past
+ * FIN_MAX_DEPTH, a payload or output that is neither an object nor null, a lone surrogate -- is
+ * CC_NOT_HOT, and the caller reads the frame the general way: so it takes a frame only when that
+ * way would accept it and read the same values. */
+
+#define FIN_MAX_DEPTH 64
+
+/* Skip string bytes up to the next quote, backslash or control byte (non-ASCII bytes are not
+ * stopped at: see skip_string).  Returns its offset, or n. */
+#if defined(__SSE2__)
+static inline size_t skip_to_special(const unsigned char *p, size_t i, size_t n) {
+    const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\'), ctl = _mm_set1_epi8(0x1F);
+    while (i + 16 <= n) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(p + i));
+        __m128i m = _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash));
+        m = _mm_or_si128(m, _mm_cmpeq_epi8(_mm_min_epu8(v, ctl), v));     /* v <= 0x1F */
+        unsigned mask = (unsigned)_mm_movemask_epi8(m);
+        if (mask) return i + (size_t)__builtin_ctz(mask);
+        i += 16;
+    }
+    while (i < n && p[i] != '"' && p[i] != '\\' && p[i] >= 0x20) i++;
+    return i;
+}
+#else
+static inline size_t skip_to_special(const unsigned char *p, size_t i, size_t n) {
+    while (i < n && p[i] != '"' && p[i] != '\\' && p[i] >= 0x20) i++;
+    return i;
+}
+#endif
+
+/* A string inside the part of a frame accumulation skips, starting just after its opening quote:
+ * the offset past its closing quote, or 0.  Escapes (surrogate pairs included) and control bytes
+ * are checked as msgspec checks what it skips; UTF-8 is not, as msgspec does not either: the
+ * values read are decoded by msgspec, which checks theirs. */
+static size_t skip_string(const unsigned char *p, size_t i, size_t n) {
+    uint32_t cp;
+    for (;;) {
+        i = skip_to_special(p, i, n);
+        if (i >= n) return 0;
+        if (p[i] == '"') return i + 1;
+        if (p[i] != '\\') return 0;                  /* a control byte */
+        size_t l = escape_one(p + i + 1, n - i - 1, &cp);
+        if (!l) return 0;
+        i += 1 + l;
+    }
+}
+
+static inline size_t skip_digits(const unsigned char *p, size_t i, size_t n) {
+    while (i < n && p[i] >= '0' && p[i] <= '9') i++;
+    return i;
+}
+
+/* A number at p[i] (JSON's grammar exactly): the offset past it, or 0. */
+static size_t skip_number(const unsigned char *p, size_t i, size_t n) {
+    size_t s;
+    if (i < n && p[i] == '-') i++;
+    if (i >= n) return 0;
+    if (p[i] == '0') i++;
+    else if (p[i] >= '1' && p[i] <= '9') i = skip_digits(p, i + 1, n);
+    else return 0;
+    if (i < n && p[i] == '.') {
+        s = i + 1;
+        i = skip_digits(p, s, n);
+        if (i == s) return 0;
+    }
+    if (i < n && (p[i] == 'e' || p[i] == 'E')) {
+        i++;
+        if (i < n && (p[i] == '+' || p[i] == '-')) i++;
+        s = i;
+        i = skip_digits(p, s, n);
+        if (i == s) return 0;
+    }
+    return i;
+}
+
+static inline size_t skip_literal(const unsigned char *p, size_t i, size_t n, const char *lit, size_t l) {
+    return i + l <= n && memcmp(p + i, lit, l) == 0 ? i + l : 0;
+}
+
+static inline size_t ws(const unsigned char *p, size_t i, size_t n) {
+    while (i < n && (p[i] == ' ' || p[i] == '\n' || p[i] == '\r' || p[i] == '\t')) i++;
+    return i;
+}
+
+static size_t skip_value(const unsigned char *p, size_t i, size_t n, int depth);
+
+/* An object or array at p[i] (its opening bracket): the offset past its closing one, or 0. */
+static size_t skip_container(const unsigned char *p, size_t i, size_t n, int depth) {
+    unsigned char close = p[i] == '{' ? '}' : ']';
+    if (depth >= FIN_MAX_DEPTH) return 0;
+    i = ws(p, i + 1, n);
+    if (i < n && p[i] == close) return i + 1;
+    for (;;) {
+        if (close == '}') {
+            if (i >= n || p[i] != '"') return 0;
+            i = skip_string(p, i + 1, n);
+            if (!i) return 0;
+            i = ws(p, i, n);
+            if (i >= n || p[i] != ':') return 0;
+            i = ws(p, i + 1, n);
+        }
+        i = skip_value(p, i, n, depth + 1);
+        if (!i) return 0;
+        i = ws(p, i, n);
+        if (i >= n) return 0;
+        if (p[i] == close) return i + 1;
+        if (p[i] != ',') return 0;
+        i = ws(p, i + 1, n);
+    }
+}
+
+static size_t skip_value(const unsigned char *p, size_t i, size_t n, int depth) {
+    if (i >= n) return 0;
+    switch (p[i]) {
+    case '"': return skip_string(p, i + 1, n);
+    case '{': case '[': return skip_container(p, i, n, depth);
+    case 't': return skip_literal(p, i, n, "true", 4);
+    case 'f': return skip_literal(p, i, n, "false", 5);
+    case 'n': return skip_literal(p, i, n, "null", 4);
+    default: return skip_number(p, i, n);
+    }
+}
+
+/* The keys read at each level: top (type, runId, payload), payload (stepResult, metadata, output,
+ * providerMetadata), output (usage).  A slot is a bit in `seen`. */
+enum { FK_TYPE, FK_RUN_ID, FK_PAYLOAD, FK_STEP_RESULT, FK_METADATA, FK_OUTPUT, FK_PM, FK_USAGE };
+
+static int fin_key(int level, const char *k, size_t kl) {
+    if (level == 0) {
+        if (KEY_IS(k, kl, "type")) return FK_TYPE;
+        if (KEY_IS(k, kl, "runId")) return FK_RUN_ID;
+        if (KEY_IS(k, kl, "payload")) return FK_PAYLOAD;
+    } else if (level == 1) {
+        if (KEY_IS(k, kl, "stepResult")) return FK_STEP_RESULT;
+        if (KEY_IS(k, kl, "metadata")) return FK_METADATA;
+        if (KEY_IS(k, kl, "output")) return FK_OUTPUT;
+        if (KEY_IS(k, kl, "providerMetadata")) return FK_PM;
+    } else if (KEY_IS(k, kl, "usage")) {
+        return FK_USAGE;
+    }
+    return -1;
+}
+
+/* The object at p[i] == '{' at `level` (0 the frame, 1 its payload, 2 payload.output): reads the
+ * level's keys into out, skips the rest.  Returns the offset past '}' or 0 (not taken). */
+static size_t fin_object(const unsigned char *p, size_t i, size_t n, int level, cc_finish_t *out,
+                         unsigned *seen) {
+    i = ws(p, i + 1, n);
+    if (i < n && p[i] == '}') return i + 1;
+    for (;;) {
+        if (i >= n || p[i] != '"') return 0;
+        size_t k0 = i + 1, v0;
+        i = skip_string(p, k0, n);
+        if (!i) return 0;
+        const char *k = (const char *)p + k0;
+        size_t kl = i - 1 - k0;
+        for (size_t j = 0; j < kl; j++)                 /* it might read as one of ours */
+            if (p[k0 + j] == '\\' || p[k0 + j] >= 0x80) return 0;
+        int slot = fin_key(level, k, kl);
+        if (slot >= 0) {
+            if (*seen & (1u << slot)) return 0;       /* duplicate: leave it to the decoder */
+            *seen |= 1u << slot;
+        }
+        i = ws(p, i, n);
+        if (i >= n || p[i] != ':') return 0;
+        i = v0 = ws(p, i + 1, n);
+        if (i >= n) return 0;
+        if (slot == FK_PAYLOAD || slot == FK_OUTPUT) {
+            int *kind = slot == FK_PAYLOAD ? &out->payload : &out->output;
+            if (p[i] == '{') {
+                *kind = CC_FIN_OBJECT;
+                i = fin_object(p, i, n, level + 1, out, seen);
+            } else {
+                *kind = CC_FIN_NULL;
+                i = skip_literal(p, i, n, "null", 4);
+            }
+        } else {
+            i = skip_value(p, i, n, level + 1);
+        }
+        if (!i) return 0;
+        cc_span_t *dst = slot == FK_TYPE ? &out->type : slot == FK_RUN_ID ? &out->run_id :
+                         slot == FK_STEP_RESULT ? &out->step_result : slot == FK_METADATA ? &out->metadata :
+                         slot == FK_PM ? &out->provider_metadata : slot == FK_USAGE ? &out->usage : NULL;
+        if (dst) {
+            dst->p = (const char *)p + v0;
+            dst->len = i - v0;
+        }
+        i = ws(p, i, n);
+        if (i >= n) return 0;
+        if (p[i] == '}') return i + 1;
+        if (p[i] != ',') return 0;
+        i = ws(p, i + 1, n);
+    }
+}
+
+cc_status cc_scan_finish(const char *buf, size_t len, cc_finish_t *out) {
+    const unsigned char *p = (const unsigned char *)buf;
+    unsigned seen = 0;
+    memset(out, 0, sizeof(*out));
+    size_t i = ws(p, 0, len);
+    if (i >= len || p[i] != '{') return CC_NOT_HOT;
+    i = fin_object(p, i, len, 0, out, &seen);
+    if (!i || ws(p, i, len) != len || !out->type.p) return CC_NOT_HOT;
+    if (KEY_IS(out->type.p, out->type.len, "\"step-finish\"")) out->kind = CC_FIN_STEP_FINISH;
+    else if (KEY_IS(out->type.p, out->type.len, "\"finish\"")) out->kind = CC_FIN_FINISH;
+    else return CC_NOT_HOT;
+    return CC_OK;
+}

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import CORPUS
 from test_accumulate import CHUNK_FILES, _check
-from util import corrupted_logs
+from util import corrupted, corrupted_logs
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "bench"))
 import gen  # noqa: E402
@@ -541,3 +541,56 @@ def test_randomly_corrupted_logs_accumulate_alike_on_both_paths(both, seed):
                          [_frame_tuple(f) for f in acc.invalid_frames]))
         assert outs[0] == outs[1]
 
+
+
+_FIN = '{"type":"step-finish","runId":"r1","from":"AGENT","payload":{%s}}'
+_FIN_PARTS = ('"stepResult":{"reason":"stop","warnings":[]}', '"metadata":{"id":"m","modelId":"x"}',
+              '"output":{"text":"hi","usage":{"inputTokens":1,"raw":{"a":[1,2.5e3,-0,true,null]}}}',
+              '"messages":{"all":[{"role":"user","content":"caf\u00e9 \\" \\\\ \\n \\u00e9 \\ud83d\\ude00 \u4e16"}]}',
+              '"providerMetadata":{"p":{"sig":"s"}}')
+#: Frames in or just outside what the C finish reader takes, with whether it should take them.
+FINISH_EDGES = [
+    (_FIN % ",".join(_FIN_PARTS), True),
+    (_FIN % ", ".join(reversed(_FIN_PARTS)), True),                       # any key order
+    (' \r\n{ "type" : "finish" , "runId" : 7 , "payload" : null } \t', True),   # white space, odd values
+    ('{"type":"finish","payload":{"output":null}}', True),                   # no runId, output null
+    ('{"type":"finish"}', True),
+    (_FIN % '"output":{"usage":{"n":1e999}}', False),                      # out of range: msgspec's way
+    (_FIN % '"metadata":{},"metadata":{}', False),                         # duplicate key
+    (_FIN % '"meta\\u0064ata":{"id":"m"}', False),                         # escaped key
+    ('{"type":"finish","payload":[]}', False),                              # payload neither object nor null
+    (_FIN % '"output":"x"', False),
+    (_FIN % ('"messages":' + "[" * 70 + "]" * 70), False),                 # deeper than the reader goes
+    (_FIN % '"messages":"\\ud800"', False),                                # lone surrogate
+    (_FIN % '"messages":"a\x01"', False),                                  # control byte
+    (_FIN % '"messages":01', False),
+    (_FIN % '"messages":[1,]', False),
+    ('{"type":"finish","payload":{}} x', False),
+    ('{"type":"text-delta","payload":{}}', False),
+]
+
+
+def test_finish_frames_read_in_c_equal_the_light_decoder(both):
+    """The native side reads step-finish/finish frames with a C reader that checks the message
+    history without decoding it (cc_scan_finish).  Whatever it takes, it must read exactly as
+    msgspec's light decoder (the reference path's) does, and it must not take a frame that decoder
+    refuses: on edge cases, and on thousands of randomly corrupted finish frames."""
+    from chunkcodec import _accum
+    impl = both[0].impl
+    for text, taken in FINISH_EDGES:
+        f = text.encode()
+        got, was_taken = impl.finish_light(f)
+        assert (got, was_taken) == (_accum.decode_finish_light(f), taken), text
+    big = [f for f in gen.interleaved(6, 12, 5) if f.startswith(_accum.FINISH_PREFIXES)]
+    big += [e.encode() for e, ok in FINISH_EDGES if ok]
+    assert all(impl.finish_light(f)[1] for f in big)
+    rng = random.Random(5)
+    counts = [0, 0]
+    for _ in range(40):
+        for f in corrupted(rng, big, len(big)):
+            got, was_taken = impl.finish_light(f)
+            want = _accum.decode_finish_light(f)
+            assert got == want, f
+            assert not (was_taken and want is None), f
+            counts[was_taken] += 1
+    assert min(counts) > 100, counts      # both ways were exercised

@@ -63,6 +63,26 @@ cdef extern from "chunkcodec/scan.h":
     size_t cc_str_decode_utf8(const cc_str_t *s, char *dst) nogil
     int CC_STR_ESCAPED
     int CC_STR_NONCANON
+    ctypedef struct cc_span_t:
+        const char *p
+        size_t len
+    enum:
+        CC_FIN_ABSENT
+        CC_FIN_NULL
+        CC_FIN_OBJECT
+        CC_FIN_STEP_FINISH
+        CC_FIN_FINISH
+    ctypedef struct cc_finish_t:
+        int kind
+        int payload
+        int output
+        cc_span_t type
+        cc_span_t run_id
+        cc_span_t step_result
+        cc_span_t metadata
+        cc_span_t provider_metadata
+        cc_span_t usage
+    cc_status cc_scan_finish(const char *buf, size_t len, cc_finish_t *out) nogil
 
 
 cdef extern from "chunkcodec/encode.h":

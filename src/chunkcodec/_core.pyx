@@ -220,6 +220,53 @@ cdef inline void _set_raw(object chunk, object raw) except *:
 
 cdef object _decode_finish_light = _accum.decode_finish_light
 cdef tuple _FINISH_PREFIXES = _accum.FINISH_PREFIXES
+cdef object _MinFinish = _accum._MinFinish
+cdef object _MinOutputPayload = _accum._MinOutputPayload
+cdef object _MinOutput = _accum._MinOutput
+cdef object _decode_any = msgspec.json.Decoder().decode
+cdef tuple _SPAN_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError)
+
+
+cdef inline object _span_value(cc_span_t s):
+    return _UNSET if s.p == NULL else _decode_any(PyBytes_FromStringAndSize(s.p, <Py_ssize_t>s.len))
+
+
+cdef object _finish_of(cc_finish_t* f):
+    """What decode_finish_light gives for the frame cc_scan_finish read: the values at the spans it
+    found, decoded by msgspec as the light decoder would decode them in place (typed Any)."""
+    cdef object payload = None, output = None
+    if f.payload == CC_FIN_OBJECT:
+        if f.output == CC_FIN_OBJECT:
+            output = _MinOutput(_span_value(f.usage))
+        payload = _MinOutputPayload(_span_value(f.step_result), _span_value(f.metadata), output,
+                                    _span_value(f.provider_metadata))
+    return _MinFinish("step-finish" if f.kind == CC_FIN_STEP_FINISH else "finish", _span_value(f.run_id), payload)
+
+
+cdef object _read_finish(const char* p, Py_ssize_t n, object span):
+    """decode_finish_light(span) (p, n: its bytes), reading the frame in C when it can: the message
+    history is checked, not decoded, and only the few values accumulation reads are."""
+    cdef cc_finish_t f
+    if cc_scan_finish(p, <size_t>n, &f) == CC_OK:
+        try:
+            return _finish_of(&f)
+        except _SPAN_ERRORS:
+            pass        # a value msgspec takes otherwise (a number out of range): its way
+    return _decode_finish_light(span)
+
+
+def finish_light(data):
+    """decode_finish_light on the native path, and whether the C reader took the frame."""
+    cdef bytes b = bytes(data)
+    cdef cc_finish_t f
+    cdef const char* p = PyBytes_AS_STRING(b)
+    taken = cc_scan_finish(p, <size_t>PyBytes_GET_SIZE(b), &f) == CC_OK
+    if taken:
+        try:
+            _finish_of(&f)
+        except _SPAN_ERRORS:
+            taken = False
+    return _read_finish(p, PyBytes_GET_SIZE(b), b), taken
 
 
 cdef extern from "Python.h":
@@ -635,7 +682,7 @@ cdef class StreamDecoder:
             for prefix in _FINISH_PREFIXES:
                 if length >= PyBytes_GET_SIZE(prefix) and \
                         memcmp(p, PyBytes_AS_STRING(prefix), PyBytes_GET_SIZE(prefix)) == 0:
-                    light = _decode_finish_light(span)
+                    light = _read_finish(p, length, span)
                     if light is not None:
                         self._sink._light_finish(light)
                         return

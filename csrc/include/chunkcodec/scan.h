@@ -59,4 +59,25 @@ int cc_utf8_valid(const char *p, size_t n);
  * after the backslash, or 0 when it is not a valid JSON escape or is a lone surrogate. */
 size_t cc_escape_len(const char *p, size_t n);
 
+/* ---- step-finish and finish frames -------------------------------------------------------------
+ * The few fields accumulation reads from these frames, whose message history may run to megabytes:
+ * cc_scan_finish checks the whole frame (as strictly as cc_scan_hot) and gives the spans of the
+ * values as written.  CC_NOT_HOT when the frame is not one of these, not valid, or not plain enough
+ * to be sure (escaped or duplicate keys at the levels it reads, nesting past 64, a lone surrogate,
+ * a payload or output that is neither an object nor null): the general decoder takes it then. */
+typedef struct cc_span { const char *p; size_t len; } cc_span_t;   /* p == NULL: absent */
+
+enum { CC_FIN_ABSENT = 0, CC_FIN_NULL = 1, CC_FIN_OBJECT = 2 };     /* payload, output */
+enum { CC_FIN_STEP_FINISH = 1, CC_FIN_FINISH = 2 };                 /* kind */
+
+typedef struct cc_finish {
+    int kind;
+    int payload, output;
+    cc_span_t type, run_id;                                   /* top level */
+    cc_span_t step_result, metadata, provider_metadata;       /* payload.* */
+    cc_span_t usage;                                          /* payload.output.usage */
+} cc_finish_t;
+
+cc_status cc_scan_finish(const char *buf, size_t len, cc_finish_t *out);
+
 #endif
