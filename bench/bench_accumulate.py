@@ -77,7 +77,8 @@ def breakdown(runs: int, deltas: int, repeat: int) -> dict:
     """Shares of accumulate's time on the log, found by leaving frame kinds out (medians of
     interleaved rounds): the delta frames, the step-finish/finish frames, the other non-delta
     frames, building the RunOutputs; then the garbage collector's share (the whole log timed with
-    it off) and the rate at which msgspec's light reader takes the big frames."""
+    it off) and the rates at which msgspec's light reader and the path's own reader (the C one on
+    the native path) take the big frames."""
     from chunkcodec import _accum
     frames = gen.interleaved(runs, deltas)
     big = lambda f: f.startswith(_accum.FINISH_PREFIXES)  # noqa: E731
@@ -98,6 +99,15 @@ def breakdown(runs: int, deltas: int, repeat: int) -> dict:
         for f in big_frames:
             _accum.decode_finish_light(f)
 
+    if chunkcodec.IMPLEMENTATION == "native":
+        from chunkcodec._core import finish_light as native_light
+    else:
+        native_light = _accum.decode_finish_light
+
+    def native():
+        for f in big_frames:
+            native_light(f)
+
     def gc_off():
         gc.disable()
         try:
@@ -106,9 +116,9 @@ def breakdown(runs: int, deltas: int, repeat: int) -> dict:
             gc.enable()
 
     fns = [lambda d=d: feed(d) for d in data.values()] + [accs["all"].results, lambda: chunkcodec.accumulate(data["all"]),
-                                                          gc_off, light]
+                                                          gc_off, light, native]
     med = [m for _, m in timeit_rounds(fns, repeat)]
-    feed_all, feed_nobig, feed_deltas, results, whole, whole_nogc, light_s = med
+    feed_all, feed_nobig, feed_deltas, results, whole, whole_nogc, light_s, native_s = med
     parts = {"delta frames (opening each part included)": feed_deltas,
              "step-finish/finish frames": feed_all - feed_nobig,
              "other non-delta frames": feed_nobig - feed_deltas,
@@ -116,7 +126,9 @@ def breakdown(runs: int, deltas: int, repeat: int) -> dict:
     total = sum(parts.values())
     out = {k: round(100 * v / total, 1) for k, v in parts.items()}
     out["garbage collector, of the whole"] = round(100 * (whole - whole_nogc) / whole, 1)
-    out["msgspec light reader on the big frames, GB/s"] = round(sum(map(len, big_frames)) / light_s / 1e9, 2)
+    nbytes = sum(map(len, big_frames))
+    out["msgspec light reader on the big frames, GB/s"] = round(nbytes / light_s / 1e9, 2)
+    out["the path's own reader (C on the native path), GB/s"] = round(nbytes / native_s / 1e9, 2)
     return out
 
 

@@ -256,17 +256,15 @@ cdef object _read_finish(const char* p, Py_ssize_t n, object span):
 
 
 def finish_light(data):
-    """decode_finish_light on the native path, and whether the C reader took the frame."""
+    """(decode_finish_light(data) as the native path reads it, whether the C reader took it)."""
     cdef bytes b = bytes(data)
     cdef cc_finish_t f
-    cdef const char* p = PyBytes_AS_STRING(b)
-    taken = cc_scan_finish(p, <size_t>PyBytes_GET_SIZE(b), &f) == CC_OK
-    if taken:
+    if cc_scan_finish(PyBytes_AS_STRING(b), <size_t>PyBytes_GET_SIZE(b), &f) == CC_OK:
         try:
-            _finish_of(&f)
+            return _finish_of(&f), True
         except _SPAN_ERRORS:
-            taken = False
-    return _read_finish(p, PyBytes_GET_SIZE(b), b), taken
+            pass
+    return _decode_finish_light(b), False
 
 
 cdef extern from "Python.h":
