@@ -418,12 +418,13 @@ cc_status cc_scan_hot(const char *buf, size_t len, cc_hot_t *out) {
 
 /* ---- The finish reader -------------------------------------------------------------------------
  * step-finish and finish frames carry the run's whole message history (megabytes on long runs), of
- * which accumulation needs a few small fields.  This walks the whole frame, checking it as strictly
- * as the hot scanner does (JSON syntax, UTF-8, escapes), and returns the spans of those fields.
- * Whatever it is unsure of -- an escaped or duplicate key where it reads keys, nesting past
- * FIN_MAX_DEPTH, a payload or output that is neither an object nor null, a lone surrogate -- is
- * CC_NOT_HOT, and the caller reads the frame the general way: so it takes a frame only when that
- * way would accept it and read the same values. */
+ * which accumulation needs a few small fields.  This walks the whole frame, checking it as msgspec
+ * checks what it skips (JSON syntax, escapes and surrogate pairs, control bytes; not UTF-8, which
+ * msgspec checks only in what it decodes), and returns the spans of those fields, which msgspec
+ * then decodes.  Whatever it is unsure of -- an escaped, non-ASCII or duplicate key where it reads
+ * keys, nesting past FIN_MAX_DEPTH, a payload or output that is neither an object nor null, a lone
+ * surrogate -- is CC_NOT_HOT, and the caller reads the frame the general way: so it takes a frame
+ * only when that way would accept it and read the same values. */
 
 #define FIN_MAX_DEPTH 64
 

@@ -251,7 +251,7 @@ cdef object _read_finish(const char* p, Py_ssize_t n, object span):
         try:
             return _finish_of(&f)
         except _SPAN_ERRORS:
-            pass        # a value msgspec takes otherwise (a number out of range): its way
+            pass        # msgspec refuses a value (out of range, bad UTF-8): the light decoder decides
     return _decode_finish_light(span)
 
 

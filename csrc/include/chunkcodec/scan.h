@@ -61,10 +61,12 @@ size_t cc_escape_len(const char *p, size_t n);
 
 /* ---- step-finish and finish frames -------------------------------------------------------------
  * The few fields accumulation reads from these frames, whose message history may run to megabytes:
- * cc_scan_finish checks the whole frame (as strictly as cc_scan_hot) and gives the spans of the
- * values as written.  CC_NOT_HOT when the frame is not one of these, not valid, or not plain enough
- * to be sure (escaped or duplicate keys at the levels it reads, nesting past 64, a lone surrogate,
- * a payload or output that is neither an object nor null): the general decoder takes it then. */
+ * cc_scan_finish checks the whole frame as msgspec checks what it skips (syntax, escapes, control
+ * bytes; UTF-8 is left to msgspec, which checks it in the values it decodes) and gives the spans of
+ * the values as written.
+ * CC_NOT_HOT when the frame is not one of these, not valid, or not plain enough to be sure (escaped
+ * or duplicate keys at the levels it reads, nesting past 64, a lone surrogate, a payload or output
+ * that is neither an object nor null): the general decoder takes it then. */
 typedef struct cc_span { const char *p; size_t len; } cc_span_t;   /* p == NULL: absent */
 
 enum { CC_FIN_ABSENT = 0, CC_FIN_NULL = 1, CC_FIN_OBJECT = 2 };     /* payload, output */
