@@ -574,7 +574,7 @@ def test_finish_frames_read_in_c_equal_the_light_decoder(both):
     """The native side reads step-finish/finish frames with a C reader that checks the message
     history without decoding it (cc_scan_finish).  Whatever it takes, it must read exactly as
     msgspec's light decoder (the reference path's) does, and it must not take a frame that decoder
-    refuses: on edge cases, and on thousands of randomly corrupted finish frames."""
+    refuses: on edge cases, and on 4,025 randomly corrupted finish frames."""
     from chunkcodec import _accum
     impl = both[0].impl
     for text, taken in FINISH_EDGES:
@@ -586,7 +586,7 @@ def test_finish_frames_read_in_c_equal_the_light_decoder(both):
     assert all(impl.finish_light(f)[1] for f in big)
     rng = random.Random(5)
     counts = [0, 0]
-    for _ in range(40):
+    for _ in range(175):                     # 4,025 corrupted frames
         for f in corrupted(rng, big, len(big)):
             got, was_taken = impl.finish_light(f)
             want = _accum.decode_finish_light(f)
