@@ -2,6 +2,7 @@
 
     python bench/bench_accumulate.py [--runs 40] [--deltas 300] [--repeat 7] [--json out.json]
     python bench/bench_accumulate.py --breakdown     # where chunkcodec.accumulate spends its time
+    python bench/bench_instructions.py --bench accumulate   # the same table in CPU instructions
 
 The log interleaves --runs agent runs frame by frame (bench/gen.py: Mastra-shaped runs whose
 step-finish/finish frames carry the message history, about 38% of the bytes).  Every contender
@@ -22,7 +23,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).parent))
 import baselines as B  # noqa: E402
 import chunkcodec  # noqa: E402
 import gen  # noqa: E402
-from bench_codec import run_table, timeit_rounds  # noqa: E402
+from bench_codec import add_only_options, run_only, run_table, timeit_rounds  # noqa: E402
 
 
 def cases(runs: int, deltas: int):
@@ -139,15 +140,20 @@ def main(argv=None):
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--json")
     ap.add_argument("--breakdown", action="store_true", help="where accumulate's time goes, instead of the table")
+    add_only_options(ap)
     args = ap.parse_args(argv)
     if args.breakdown:
         for k, v in breakdown(args.runs, args.deltas, args.repeat).items():
             print(f"  {k:50s} {v:6}{'' if 'GB/s' in k else ' %'}")
         return
     rows, info = cases(args.runs, args.deltas)
+    if args.only:
+        run_only(ap, rows, args.only, args.loops)
+        return
     print(f"data: {info['runs']} interleaved runs, {info['frames']} frames, {info['ndjson_mb']} MB as NDJSON; "
           f"chunkcodec path: {info['implementation']}")
     run_table(rows, info, args.repeat, args.json, width=48)
+
 
 if __name__ == "__main__":
     main()

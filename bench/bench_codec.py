@@ -160,21 +160,31 @@ def main(argv=None):
     ap.add_argument("--deltas", type=int, default=300, help="text deltas per run")
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--json", help="also write the results here")
-    ap.add_argument("--only", help="GROUP/NAME: run just this case --loops times, untimed (for "
-                                   "bench_instructions.py)")
-    ap.add_argument("--loops", type=int, default=1)
+    add_only_options(ap)
     args = ap.parse_args(argv)
     rows, info = cases(args.runs, args.deltas)
     if args.only:
-        fns = [fn for grp, name, fn, _, _ in rows if f"{grp}/{name}" == args.only]
-        if not fns:
-            ap.error(f"no case {args.only!r}; cases: {[f'{r[0]}/{r[1]}' for r in rows]}")
-        for _ in range(args.loops):
-            fns[0]()
+        run_only(ap, rows, args.only, args.loops)
         return
     print(f"data: {info['frames']} frames, {info['ndjson_mb']} MB as NDJSON, {info['delta_frames']} delta "
           f"chunks ({info['delta_byte_share']:.0%} of the bytes); chunkcodec path: {info['implementation']}")
     run_table(rows, info, args.repeat, args.json)
+
+
+def add_only_options(ap):
+    """--only/--loops: what bench_instructions.py runs a bench script with."""
+    ap.add_argument("--only", help="GROUP/NAME: run just this case --loops times, untimed (for "
+                                   "bench_instructions.py)")
+    ap.add_argument("--loops", type=int, default=1)
+
+
+def run_only(ap, rows, only, loops):
+    """Run the case GROUP/NAME `loops` times, untimed."""
+    fns = [fn for grp, name, fn, _, _ in rows if f"{grp}/{name}" == only]
+    if not fns:
+        ap.error(f"no case {only!r}; cases: {[f'{r[0]}/{r[1]}' for r in rows]}")
+    for _ in range(loops):
+        fns[0]()
 
 
 def run_table(rows, info, repeat, json_path=None, width=45):

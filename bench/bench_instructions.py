@@ -1,9 +1,11 @@
 """Repeatable ratios: CPU instructions per case, counted by valgrind's callgrind.
 
     python bench/bench_instructions.py [--loops 5] [--json out.json]
+    python bench/bench_instructions.py --bench accumulate --match "NDJSON log"
 
 Wall-clock time on a shared machine wanders by tens of percent between runs; the number of
-instructions a case executes does not.  Each case of bench_codec.py runs in its own process under
+instructions a case executes does not.  Each case of bench_codec.py (or of bench_accumulate.py
+with --bench accumulate; --match keeps the groups whose name holds the text) runs in its own process under
 callgrind, once with --loops 0 and once with --loops N; the difference divided by N is the cost
 of the case.  Needs valgrind (Debian: apt-get install valgrind).  Each case costs two valgrind
 runs of the whole script, so this takes 10-30 minutes; run it when a ratio matters.
@@ -23,9 +25,9 @@ HERE = pathlib.Path(__file__).parent
 sys.path.insert(0, str(HERE))
 
 
-def instructions(case: str, loops: int, runs: int, deltas: int) -> int:
+def instructions(script: str, case: str, loops: int, runs: int, deltas: int) -> int:
     cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
-           str(HERE / "bench_codec.py"), "--only", case, "--loops", str(loops), "--runs", str(runs),
+           str(HERE / f"bench_{script}.py"), "--only", case, "--loops", str(loops), "--runs", str(runs),
            "--deltas", str(deltas)]
     err = subprocess.run(cmd, capture_output=True, text=True, check=True).stderr
     return int(re.search(r"refs:\s+([\d,]+)", err).group(1).replace(",", ""))
@@ -34,21 +36,25 @@ def instructions(case: str, loops: int, runs: int, deltas: int) -> int:
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--loops", type=int, default=5)
-    ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--bench", choices=("codec", "accumulate"), default="codec")
+    ap.add_argument("--match", default="", help="only the groups whose name holds this text")
+    ap.add_argument("--runs", type=int, help="agent runs of data (default: 10 for codec, 40 for accumulate)")
     ap.add_argument("--deltas", type=int, default=300)
     ap.add_argument("--json")
     args = ap.parse_args(argv)
     if not shutil.which("valgrind"):
         sys.exit("valgrind is not installed")
-    import bench_codec
-    rows, info = bench_codec.cases(args.runs, args.deltas)
+    runs = args.runs or (10 if args.bench == "codec" else 40)
+    module = __import__(f"bench_{args.bench}")
+    rows, info = module.cases(runs, args.deltas)
+    rows = [r for r in rows if args.match in r[0]]
     base_cost = {}
     out = []
     group = None
     for grp, name, _, base, _ in rows:
         case = f"{grp}/{name}"
-        cost = (instructions(case, args.loops, args.runs, args.deltas)
-                - instructions(case, 0, args.runs, args.deltas)) / args.loops
+        cost = (instructions(args.bench, case, args.loops, runs, args.deltas)
+                - instructions(args.bench, case, 0, runs, args.deltas)) / args.loops
         base_cost[(grp, name)] = cost
         ratio = base_cost[(grp, base)] / cost if base else None
         out.append({"group": grp, "name": name, "instructions": cost, "baseline": base, "x_vs_baseline": ratio})

@@ -87,3 +87,16 @@ def test_accumulate_breakdown_runs_and_its_shares_add_up():
     out = bench_accumulate.breakdown(runs=4, deltas=30, repeat=1)
     shares = [v for k, v in out.items() if "of the whole" not in k and "GB/s" not in k]
     assert len(shares) == 4 and abs(sum(shares) - 100) < 1
+
+
+def test_only_runs_one_case_of_each_bench_script_as_bench_instructions_asks():
+    """bench_instructions.py runs `bench_<name>.py --only GROUP/NAME --loops N` under valgrind: both
+    scripts take it, and a wrong case name is an error, not a silent no-op."""
+    import bench_accumulate
+    import bench_codec
+    bench_accumulate.main(["--runs", "2", "--deltas", "10", "--only",
+                           "NDJSON log/chunkcodec.accumulate vs msgspec", "--loops", "2"])
+    bench_codec.main(["--runs", "2", "--deltas", "10", "--only",
+                      "typed decode, delta chunks only/chunkcodec StreamDecoder.feed", "--loops", "1"])
+    with pytest.raises(SystemExit):
+        bench_accumulate.main(["--runs", "2", "--deltas", "10", "--only", "no/such case"])

@@ -243,28 +243,29 @@ cdef object _finish_of(cc_finish_t* f):
     return _MinFinish("step-finish" if f.kind == CC_FIN_STEP_FINISH else "finish", _span_value(f.run_id), payload)
 
 
-cdef object _read_finish(const char* p, Py_ssize_t n, object span):
+cdef object _read_finish(const char* p, Py_ssize_t n, object span, bint* taken=NULL):
     """decode_finish_light(span) (p, n: its bytes), reading the frame in C when it can: the message
-    history is checked, not decoded, and only the few values accumulation reads are."""
+    history is checked, not decoded, and only the few values accumulation reads are.  *taken (when
+    given) tells whether the C reader took the frame."""
     cdef cc_finish_t f
+    if taken != NULL:
+        taken[0] = True
     if cc_scan_finish(p, <size_t>n, &f) == CC_OK:
         try:
             return _finish_of(&f)
         except _SPAN_ERRORS:
             pass        # msgspec refuses a value (out of range, bad UTF-8): the light decoder decides
+    if taken != NULL:
+        taken[0] = False
     return _decode_finish_light(span)
 
 
 def finish_light(data):
     """(decode_finish_light(data) as the native path reads it, whether the C reader took it)."""
     cdef bytes b = bytes(data)
-    cdef cc_finish_t f
-    if cc_scan_finish(PyBytes_AS_STRING(b), <size_t>PyBytes_GET_SIZE(b), &f) == CC_OK:
-        try:
-            return _finish_of(&f), True
-        except _SPAN_ERRORS:
-            pass
-    return _decode_finish_light(b), False
+    cdef bint taken
+    light = _read_finish(PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b), b, &taken)
+    return light, taken
 
 
 cdef extern from "Python.h":
