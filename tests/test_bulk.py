@@ -6,14 +6,17 @@ import gzip
 import json
 import pathlib
 import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import msgspec
+import numpy as np
 import pytest
 
 import chunkcodec
 from chunkcodec import bulk
 
-from conftest import CORPUS
+from conftest import CORPUS, _native
 from util import corrupted_logs
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "bench"))
@@ -40,6 +43,11 @@ def reference(monkeypatch):
 @pytest.fixture(scope="module")
 def log():
     return gen.framed(gen.interleaved(runs=30, deltas=40, seed=3), "ndjson")
+
+
+def _and_reversed(data):
+    """data, then its lines in reverse order: the second half meets the runs in another order."""
+    return data + b"\n".join(reversed(data.rstrip(b"\n").split(b"\n"))) + b"\n"
 
 
 def _corrupted(data):
@@ -130,7 +138,7 @@ def test_index_matches_the_decoder(log):
 @pytest.mark.parametrize("workers", [2, 3, 7])
 def test_threads_give_the_single_thread_result(log, workers, monkeypatch, tmp_path):
     monkeypatch.setattr(bulk, "MIN_PART_BYTES", 1000)
-    for data in (log, _corrupted(log), gen.framed(gen.interleaved(8, 20, 5), "sse")):
+    for data in (log, _corrupted(log), gen.framed(gen.interleaved(8, 20, 5), "sse"), _and_reversed(log)):
         p = tmp_path / "log"
         p.write_bytes(data)
         assert _columns(bulk.scan(p, workers=workers)) == _columns(bulk.scan(p, workers=1))
@@ -513,3 +521,78 @@ def test_help_shows_examples_that_run(monkeypatch, capsys):
             capsys.readouterr()
             ran += 1
     assert ran >= 6
+
+
+@pytest.mark.parametrize("workers", [2, 3, 5])
+def test_threads_in_small_pieces_taking_halves_of_each_others_ranges(log, workers, monkeypatch, tmp_path):
+    """Ranges indexed in pieces of a few frames, threads that are done taking half of what another
+    has left: the single-thread result, also when the rows outgrow the guess."""
+    monkeypatch.setattr(bulk, "MIN_PART_BYTES", 1000)
+    monkeypatch.setattr(bulk, "PIECE_ROWS", 3)
+    monkeypatch.setattr(bulk, "PIECE_BYTES", 700)
+    monkeypatch.setattr(bulk, "STEAL_BYTES", 300)
+    tiny = b'{"type":"x"}\n' * 3000
+    for data in (log, _corrupted(log), gen.framed(gen.interleaved(8, 20, 5), "sse"), log + tiny, tiny + log,
+                 _and_reversed(log)):
+        p = tmp_path / "log"
+        p.write_bytes(data)
+        assert _columns(bulk.scan(p, workers=workers)) == _columns(bulk.scan(p, workers=1))
+
+
+@pytest.mark.parametrize("more_rows_than_guessed", [False, True])
+def test_parallel_scan_direct_waiting_and_stolen_pieces(log, monkeypatch, more_rows_than_guessed):
+    """The parallel scan's steps in a fixed order on one thread: range 1 indexed before range 0
+    is done (its pieces wait to be copied), then half of range 0 taken as a new range, range 0
+    and that half indexed straight into the merged columns, the waiting pieces copied."""
+    _native()        # the native scan's machinery: skipped under CHUNKCODEC_NO_EXTENSIONS
+    _bulk = bulk._bulk
+    monkeypatch.setattr(bulk, "PIECE_ROWS", 4)
+    monkeypatch.setattr(bulk, "PIECE_BYTES", 900)
+    monkeypatch.setattr(bulk, "STEAL_BYTES", 300)
+    data = _and_reversed(log) + (b'{"type":"x"}\n' * 40000 if more_rows_than_guessed else b"")
+    fr = bulk._reference.NDJSON
+    mid = _bulk.boundary(data, len(data) // 2, fr)
+    ranges = [(0, mid), (mid, len(data))]
+    room = sum((b - a) // _bulk.ROW_GUESS + 16 for a, b in ranges)
+    lay = bulk._Layout([bulk._Range(data, a, b, fr) for a, b in ranges], tuple(np.empty(room, d) for d in _bulk.DTYPES))
+    first, second = lay.ranges
+    bulk._index_range(lay, second)
+    assert len(lay.waiting) == len(second.pieces) > 1
+    half = lay.steal(data, fr)
+    assert half is not None and lay.ranges == [first, half, second] and first.scan.end == half.scan.pos
+    bulk._index_range(lay, first)
+    bulk._index_range(lay, half)
+    assert lay.steal(data, fr) is None
+    lay.copy_waiting()
+    assert (sum(r.rows for r in lay.ranges) > lay.room) == bool(lay.waiting) == more_rows_than_guessed
+    with ThreadPoolExecutor(2) as ex:
+        cols, runs = bulk._merged(lay, ex, 2)
+    one = bulk.scan(data, "ndjson", workers=1)
+    assert runs == one.run_ids
+    assert [c.tolist() for c in cols] == [c.tolist() for c in (one.offset, one.length, one.type, one.run,
+                                                               one.text_off, one.text_len)]
+
+
+def test_a_failing_thread_does_not_leave_the_others_waiting(log, monkeypatch, tmp_path):
+    _native()
+    monkeypatch.setattr(bulk, "MIN_PART_BYTES", 1000)
+    real = bulk._index_range
+
+    def index_range(lay, r):
+        if r is lay.ranges[0]:
+            raise MemoryError("no room")
+        real(lay, r)
+    monkeypatch.setattr(bulk, "_index_range", index_range)
+    p = tmp_path / "log"
+    p.write_bytes(log)
+    raised = []
+
+    def scan():
+        try:
+            bulk.scan(p, workers=3)
+        except MemoryError as exc:
+            raised.append(exc)
+    t = threading.Thread(target=scan, daemon=True)      # a hang fails the test, not the suite
+    t.start()
+    t.join(60)
+    assert not t.is_alive() and len(raised) == 1

@@ -9,7 +9,8 @@ runs them on threads and merges the run tables.
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from libc.stdint cimport int16_t, int32_t, int64_t
 from libc.stdlib cimport free, malloc
-from libc.string cimport memcpy
+from cpython.unicode cimport PyUnicode_DecodeUTF8
+from libc.string cimport memchr, memcpy
 
 from ._cdefs cimport (cc_bulk_boundary, cc_bulk_scan, cc_index, cc_runtab, cc_runtab_free,
                       cc_runtab_init, cc_typetab)
@@ -140,45 +141,113 @@ def scan_range(TypeTable types, buf, Py_ssize_t start, Py_ssize_t end, int frami
     return cols, run_ids
 
 
-def scan_into(TypeTable types, buf, Py_ssize_t start, Py_ssize_t end, int framing, tuple out):
-    """Index buf[start:end] straight into the columns `out` from row 0 (no copy afterwards).
-    Returns (rows, run ids), or None when the columns are too short for the range's frames."""
-    cdef const unsigned char[::1] v = buf
-    cdef const char* base = _base(v, start, end)
+cdef class RangeScan:
+    """Index buf[start:end] a piece at a time, into columns the caller gives each time (its own,
+    or a window of the merged columns once it knows where this range's rows go), with one run
+    table across the pieces.  `end` may be lowered between pieces (another thread takes the
+    rest)."""
+    cdef TypeTable types
+    cdef const unsigned char[::1] v
+    cdef const char* base
+    cdef readonly Py_ssize_t pos
+    cdef public Py_ssize_t end
+    cdef int framing
     cdef cc_runtab runs
-    cdef Py_ssize_t got, rows
-    if not cc_runtab_init(&runs, 1024):
-        raise MemoryError()
-    try:
-        got = _fill(types, base, start, end, framing, out, &runs, &rows)
-        if start + got < end:
-            return None
-        return rows, _run_ids(&runs)
-    finally:
-        cc_runtab_free(&runs)
+
+    def __cinit__(self, TypeTable types, buf, Py_ssize_t start, Py_ssize_t end, int framing):
+        self.types = types
+        self.v = buf
+        self.base = _base(self.v, start, end)
+        self.pos = start
+        self.end = end
+        self.framing = framing
+        if not cc_runtab_init(&self.runs, 1024):
+            raise MemoryError()
+
+    def __dealloc__(self):
+        cc_runtab_free(&self.runs)
+
+    @property
+    def done(self):
+        return self.pos >= self.end
+
+    def piece_end(self, Py_ssize_t nbytes):
+        """Where a piece of about nbytes from here ends: a frame boundary, at most end."""
+        if self.end - self.pos <= nbytes:
+            return self.end
+        return min(self.end, <Py_ssize_t>cc_bulk_boundary(self.framing, <const char*>&self.v[0], self.v.shape[0],
+                                                          self.pos + nbytes))
+
+    def fill(self, tuple cols, Py_ssize_t limit):
+        """Index the next frames before byte `limit` (a frame boundary) into cols from row 0, as
+        many as they have room for: the rows written."""
+        cdef Py_ssize_t got, rows
+        if not self.pos <= limit <= self.end:
+            raise ValueError("piece end outside the range")
+        if self.pos == limit:
+            return 0
+        got = _fill(self.types, self.base, self.pos, limit, self.framing, cols, &self.runs, &rows)
+        if got == 0:                       # never loop on a range that does not advance
+            raise RuntimeError(f"the bulk scanner stopped at byte {self.pos} of a range ending at {limit}")
+        self.pos += got
+        return rows
+
+    def run_ids(self):
+        """The run table's keys as bytes, by this range's run index."""
+        return _run_ids(&self.runs)
 
 
-def place(tuple cols, const int32_t[::1] lut, tuple out, Py_ssize_t at):
-    """Copy one range's columns into the merged columns `out` at row `at`, GIL released (ranges
-    are placed in parallel), renumbering runs through lut (a range's run index -> the merged
-    one; -1 stays -1)."""
+def copy_rows(tuple cols, tuple out, Py_ssize_t at):
+    """Copy one piece's columns into the merged columns `out` at row `at` as they are, GIL
+    released (pieces are copied by several threads at once)."""
     cdef const int64_t[::1] off = cols[0], ln = cols[1], toff = cols[4], tln = cols[5]
     cdef const int16_t[::1] ty = cols[2]
     cdef const int32_t[::1] rn = cols[3]
     cdef int64_t[::1] o_off = out[0], o_ln = out[1], o_toff = out[4], o_tln = out[5]
     cdef int16_t[::1] o_ty = out[2]
     cdef int32_t[::1] o_rn = out[3]
-    cdef Py_ssize_t n = off.shape[0], i, r
-    if at < 0 or at + n > o_off.shape[0]:
-        raise ValueError("rows outside the merged columns")
+    cdef Py_ssize_t n = off.shape[0]
+    if at < 0 or at + n > o_off.shape[0] or ln.shape[0] != n or ty.shape[0] != n or rn.shape[0] != n \
+            or toff.shape[0] != n or tln.shape[0] != n:
+        raise ValueError("rows outside the merged columns, or columns of different lengths")
     if n == 0:
         return
     with nogil:
         memcpy(&o_off[at], &off[0], n * sizeof(int64_t))
         memcpy(&o_ln[at], &ln[0], n * sizeof(int64_t))
         memcpy(&o_ty[at], &ty[0], n * sizeof(int16_t))
+        memcpy(&o_rn[at], &rn[0], n * sizeof(int32_t))
         memcpy(&o_toff[at], &toff[0], n * sizeof(int64_t))
         memcpy(&o_tln[at], &tln[0], n * sizeof(int64_t))
+
+
+def renumber(int32_t[::1] run, const int32_t[::1] lut):
+    """run[i] = lut[run[i]] in place (-1, no runId, stays -1), GIL released."""
+    cdef Py_ssize_t i, n = run.shape[0], m = lut.shape[0]
+    cdef int32_t r
+    cdef bint bad = False
+    with nogil:
         for i in range(n):
-            r = rn[i]
-            o_rn[at + i] = lut[r] if r >= 0 else -1
+            r = run[i]
+            if r >= m:
+                bad = True
+                break
+            if r >= 0:
+                run[i] = lut[r]
+    if bad:
+        raise ValueError("a run index outside the table")
+
+
+def decode_run_ids(list raw, fallback):
+    """The runIds as str: UTF-8 (bad bytes as U+FFFD) when they hold no backslash, else
+    fallback(raw) (an escape to decode)."""
+    cdef Py_ssize_t i, n = len(raw)
+    cdef list out = [None] * n
+    cdef bytes b
+    for i in range(n):
+        b = raw[i]
+        if memchr(<const char*>b, 92, len(b)) != NULL:
+            out[i] = fallback(b)
+        else:
+            out[i] = PyUnicode_DecodeUTF8(b, len(b), "replace")
+    return out

@@ -18,6 +18,7 @@ import mmap
 import os
 import re
 import sys
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Iterable, Iterator
 
@@ -253,45 +254,183 @@ def _scan(buf: Any, name: str, framing: str, workers: int | None) -> Index:
     ranges = [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a] or [(0, 0)]
     if len(ranges) == 1:
         cols, runs = _bulk.scan_range(_TYPES, buf, ranges[0][0], ranges[0][1], fr)
-        return Index(cols, [_decode_run_id(r) for r in runs], buf, name, _reference._NAMES[fr])
-    # The first range is indexed straight into the final columns, which have room for every
-    # range's rows (address space only: untouched pages cost nothing); the others into their own
-    # and are then placed after it, in parallel.
-    room = sum((b - a) // _bulk.ROW_GUESS + 16 for a, b in ranges)
-    out = tuple(np.empty(room, d) for d in _bulk.DTYPES)
-
-    def first() -> Any:
-        got = _bulk.scan_into(_TYPES, buf, ranges[0][0], ranges[0][1], fr, out)
-        return got if got is not None else _bulk.scan_range(_TYPES, buf, ranges[0][0], ranges[0][1], fr)
-
-    with ThreadPoolExecutor(len(ranges)) as ex:
-        futures = [ex.submit(first)] + [ex.submit(_bulk.scan_range, _TYPES, buf, a, b, fr) for a, b in ranges[1:]]
-        results = [f.result() for f in futures]
-        cols, runs = _merge(results, out, ex)
+        return Index(cols, _bulk.decode_run_ids(runs, _decode_run_id), buf, name, _reference._NAMES[fr])
+    cols, runs = _scan_parallel(buf, fr, ranges)
     return Index(cols, runs, buf, name, _reference._NAMES[fr])
 
 
-def _merge(results: list, out: tuple, ex: ThreadPoolExecutor) -> tuple:
-    """One set of columns from the ranges' (in order); runs renumbered in global order of first
-    appearance.  results[0] is (rows already in out, runs) when the first range was indexed into
-    out, else (columns, runs) like the others; the rest are placed into out in parallel."""
+#: Rows and bytes a range is indexed in at a time by the parallel scan (about 2.5 MB of columns);
+#: a thread that is done takes half of the largest range left if that has STEAL_BYTES or more.
+PIECE_ROWS = 1 << 16
+PIECE_BYTES = 8 << 20
+STEAL_BYTES = 4 << 20
+
+
+class _Range:
+    """One range of the parallel scan: its scanner, the end of the piece being indexed (it is
+    not cut before that), and its rows once done."""
+
+    def __init__(self, buf: Any, a: int, b: int, fr: int) -> None:
+        self.scan = _bulk.RangeScan(_TYPES, buf, a, b, fr)
+        self.piece_end = a
+        self.rows: int | None = None
+        self.pieces: list = []          # (columns, row within the range), in order
+
+
+class _Layout:
+    """The ranges of a parallel scan in file order, which grows when a thread that is done takes
+    the second half of a range still being indexed; where each range's rows go in the merged
+    columns, known once the ranges before it are done; and the pieces a range indexed before it
+    knew, which the threads that are done copy into place."""
+
+    def __init__(self, ranges: list, out: tuple) -> None:
+        self.cond = threading.Condition()
+        self.ranges = ranges
+        self.out = out
+        self.room = len(out[0])
+        self.waiting: list = []        # (range, columns, row within the range)
+        self.failed = False            # a thread raised: the others stop waiting
+
+    def _start(self, r: _Range) -> int | None:
+        at = 0
+        for q in self.ranges:
+            if q is r:
+                return at
+            if q.rows is None:
+                return None
+            at += q.rows
+        raise AssertionError("a range not in the layout")
+
+    def next_piece(self, r: _Range) -> tuple:
+        """(end of r's next piece, where r's rows start or None): r is not cut before that end."""
+        with self.cond:
+            r.piece_end = r.scan.piece_end(PIECE_BYTES)
+            return r.piece_end, self._start(r)
+
+    def wait(self, r: _Range, cols: tuple, row: int) -> None:
+        with self.cond:
+            self.waiting.append((r, cols, row))
+
+    def done(self, r: _Range, rows: int) -> None:
+        with self.cond:
+            r.rows = rows
+            self.cond.notify_all()
+
+    def fail(self) -> None:
+        with self.cond:
+            self.failed = True
+            self.cond.notify_all()
+
+    def steal(self, buf: Any, fr: int) -> _Range | None:
+        """A new range: the second half of what the largest range has left past its piece."""
+        with self.cond:
+            best, left = None, STEAL_BYTES - 1
+            for q in self.ranges:
+                if q.rows is None and q.scan.end - q.piece_end > left:
+                    best, left = q, q.scan.end - q.piece_end
+            if best is None:
+                return None
+            cut = _bulk.boundary(buf, best.piece_end + left // 2, fr)
+            if not best.piece_end < cut < best.scan.end:
+                return None
+            new = _Range(buf, cut, best.scan.end, fr)
+            best.scan.end = cut
+            self.ranges.insert(self.ranges.index(best) + 1, new)
+            return new
+
+    def copy_waiting(self) -> None:
+        """Copy waiting pieces into place as their places become known, until none is left or
+        every range is done (pieces past the columns' end are then the caller's)."""
+        while True:
+            with self.cond:
+                while True:
+                    for i, (r, cols, row) in enumerate(self.waiting):
+                        at = self._start(r)
+                        if at is not None and at + row + len(cols[0]) <= self.room:
+                            del self.waiting[i]
+                            break
+                    else:
+                        if not self.waiting or self.failed or all(q.rows is not None for q in self.ranges):
+                            return
+                        self.cond.wait()
+                        continue
+                    break
+            _bulk.copy_rows(cols, self.out, at + row)
+
+
+def _index_range(lay: _Layout, r: _Range) -> None:
+    """Index one range piece by piece: straight into the merged columns once its place there is
+    known, else into columns of its own (one allocation for the range: large ones get huge
+    pages, so fewer page faults), left waiting to be copied."""
+    out, room = lay.out, lay.room
+    own: tuple = ()
+    n = used = 0
+    while True:
+        limit, at = lay.next_piece(r)
+        if r.scan.done:
+            break
+        if at is not None and at + n + PIECE_ROWS <= room:
+            cols = tuple(c[at + n:at + n + PIECE_ROWS] for c in out)
+            got = r.scan.fill(cols, limit)
+        else:
+            if not own or used + PIECE_ROWS > len(own[0]):
+                rows = (r.scan.end - r.scan.pos) // _bulk.ROW_GUESS + 16
+                own = tuple(np.empty(max(PIECE_ROWS, rows), d) for d in _bulk.DTYPES)
+                used = 0
+            cols = tuple(c[used:used + PIECE_ROWS] for c in own)
+            got = r.scan.fill(cols, limit)
+            used += got
+            lay.wait(r, tuple(c[:got] for c in cols), n)
+        r.pieces.append((tuple(c[:got] for c in cols), n))
+        n += got
+    lay.done(r, n)
+
+
+def _scan_parallel(buf: Any, fr: int, ranges: list) -> tuple:
+    """Index the ranges on a thread each, then (each thread on its own) halves of what the others
+    have left.  The first range goes straight into the merged columns (address space sized by a
+    guess of the rows: untouched pages cost nothing); see _index_range for the others.  Last, the
+    runs are renumbered in the order of their first appearance in the log."""
+    room = sum((b - a) // _bulk.ROW_GUESS + 16 for a, b in ranges)
+    out = tuple(np.empty(room, d) for d in _bulk.DTYPES)
+    lay = _Layout([_Range(buf, a, b, fr) for a, b in ranges], out)
+
+    def work(r: _Range | None) -> None:
+        try:
+            while r is not None:
+                _index_range(lay, r)
+                r = lay.steal(buf, fr)
+            lay.copy_waiting()
+        except BaseException:
+            lay.fail()
+            raise
+
+    with ThreadPoolExecutor(len(ranges)) as ex:
+        list(ex.map(work, list(lay.ranges)))
+        return _merged(lay, ex, len(ranges))
+
+
+def _merged(lay: _Layout, ex: ThreadPoolExecutor, threads: int) -> tuple:
+    """The merged columns and run ids once every range is done: the pieces still waiting copied
+    (all of them into bigger columns if the rows outgrew the guess), runs renumbered."""
+    rs, out = lay.ranges, lay.out
+    starts = np.cumsum([0] + [r.rows for r in rs]).tolist()
+    total = starts[-1]
+    if total > lay.room:                 # more rows than guessed: bigger columns, every piece
+        out = tuple(np.empty(total, d) for d in _bulk.DTYPES)      # copied there
+        todo = [(cols, starts[k] + row) for k, r in enumerate(rs) for cols, row in r.pieces]
+    else:
+        todo = [(cols, starts[rs.index(r)] + row) for r, cols, row in lay.waiting]
+    list(ex.map(lambda p: _bulk.copy_rows(p[0], out, p[1]), todo))
     seen: dict = {}
-    luts = [np.array([seen.setdefault(r, len(seen)) for r in runs], dtype=np.int32) for _, runs in results]
-    sizes = [c if isinstance(c, int) else len(c[0]) for c, _ in results]
-    starts = np.cumsum([0] + sizes).tolist()
-    if starts[-1] > len(out[0]):         # more rows than guessed: bigger columns, and the first
-        if isinstance(results[0][0], int):   # range's rows are moved there like the others'
-            results[0] = (tuple(c[:sizes[0]] for c in out), results[0][1])
-        out = tuple(np.empty(starts[-1], d) for d in _bulk.DTYPES)
-    # the ranges still to place, cut into one piece per thread so every thread copies
-    pieces = []
-    for k, (cols, _) in enumerate(results):
-        if isinstance(cols, int):
-            continue
-        step = -(-len(cols[0]) // len(results)) or 1
-        pieces += [(tuple(c[i:i + step] for c in cols), luts[k], starts[k] + i) for i in range(0, len(cols[0]), step)]
-    list(ex.map(lambda p: _bulk.place(p[0], p[1], out, p[2]), pieces))
-    return tuple(c[:starts[-1]] for c in out), [_decode_run_id(r) for r in seen]
+    renum = []
+    for k, r in enumerate(rs):
+        lut = np.array([seen.setdefault(i, len(seen)) for i in r.scan.run_ids()], dtype=np.int32)
+        if not np.array_equal(lut, np.arange(len(lut), dtype=np.int32)):
+            step = -(-r.rows // threads) or 1
+            renum += [(out[3][i:min(i + step, starts[k + 1])], lut) for i in range(starts[k], starts[k + 1], step)]
+    list(ex.map(lambda p: _bulk.renumber(*p), renum))
+    return tuple(c[:total] for c in out), _bulk.decode_run_ids(list(seen), _decode_run_id)
 
 
 #: "key": "string" (the string as written, escapes and all)
