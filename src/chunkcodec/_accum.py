@@ -897,6 +897,23 @@ def _finish_fields(payload: Any) -> tuple:
 # The accumulator
 
 _DELTAS = (_c.TextDelta, _c.ReasoningDelta, _c.ToolCallDelta)
+_OTHER = object()
+#: class -> what add() does with its instances: a delta class (subclasses, made for frames with
+#: unknown keys, map to their base), _OTHER for the other chunks, InvalidFrame, or None (refused).
+_KINDS: Dict[type, Any] = {c: c for c in _DELTAS}
+_KINDS_MAX = 4096
+
+
+def _kind_of(t: type) -> Any:
+    kind = next((c for c in _DELTAS if issubclass(t, c)), None)
+    if kind is None:
+        kind = _OTHER if issubclass(t, _c.BaseChunk) else InvalidFrame if issubclass(t, InvalidFrame) else None
+    if kind is not None:
+        if len(_KINDS) >= _KINDS_MAX:       # classes made for unknown keys come and go
+            _KINDS.clear()
+            _KINDS.update((c, c) for c in _DELTAS)
+        _KINDS[t] = kind
+    return kind
 
 
 class AccumulatorBase:
@@ -967,27 +984,27 @@ class AccumulatorBase:
     def add(self, chunk: Any) -> None:
         """Accumulate one typed chunk."""
         t = type(chunk)
-        if t is not _c.TextDelta and t is not _c.ReasoningDelta and t is not _c.ToolCallDelta and \
-                isinstance(chunk, _DELTAS):   # decoded with unknown keys: a subclass (_model._extend)
-            t = next(c for c in _DELTAS if isinstance(chunk, c))
-        if t is _c.TextDelta:
+        kind = _KINDS.get(t)
+        if kind is None:
+            kind = _kind_of(t)
+        if kind is _c.TextDelta:
             p = chunk.payload
             run = self._run(chunk.runId, chunk.from_)
             part = run.text_part(p.id, p.providerMetadata)
             part.buf.append(p.text.encode("utf-8", "surrogatepass"))
-        elif t is _c.ReasoningDelta:
+        elif kind is _OTHER:
+            self._other(chunk)
+        elif kind is _c.ReasoningDelta:
             p = chunk.payload
             run = self._run(chunk.runId, chunk.from_)
             part = run.reasoning_delta(p.id, p.providerMetadata)
             part.buf.append(p.text.encode("utf-8", "surrogatepass"))
-        elif t is _c.ToolCallDelta:
+        elif kind is _c.ToolCallDelta:
             p = chunk.payload
             run = self._run(chunk.runId, chunk.from_)
             ta = run.tool_args_for(p.toolCallId, _v(p.toolName), None)
             ta.buf.append(p.argsTextDelta.encode("utf-8", "surrogatepass"))
-        elif isinstance(chunk, _c.BaseChunk):
-            self._other(chunk)
-        elif isinstance(chunk, InvalidFrame):
+        elif kind is InvalidFrame:
             self.invalid_frames.append(chunk)
         else:
             raise TypeError(f"add() takes a chunk, got {type(chunk).__name__}")
@@ -1047,84 +1064,108 @@ class AccumulatorBase:
         t = getattr(chunk, "type", None) or type(chunk).__struct_config__.tag
         run_id = getattr(chunk, "runId", UNSET)
         run = self._run(run_id, getattr(chunk, "from_", UNSET))
-        p = getattr(chunk, "payload", UNSET)
-        if t == "text-start":
-            if p.providerMetadata is not UNSET:
-                run.text_pm[p.id] = p.providerMetadata
-        elif t == "text-end":
-            run.end_text(p.id, p.providerMetadata)
-        elif t == "reasoning-start":
-            part = run.reasoning_part(p.id, p.providerMetadata, True)
-            pm = _v(p.providerMetadata)
-            if isinstance(pm, dict) and any(isinstance(v, dict) and "redactedData" in v for v in pm.values()):
-                part.redacted = True
-                part.listed = True
-                run.seq.append(("span", part))
-        elif t == "reasoning-end":
-            part = run.open_reasoning.pop(p.id, None)
-            if part is None:   # an end with no open part: a part of its own, not a reasoning entry
-                part = _Part("reasoning", p.id, run.rbuf, p.providerMetadata)
-            if p.providerMetadata is not UNSET:
-                part.pm = p.providerMetadata
-            if not part.listed:   # no delta: Mastra keeps an empty reasoning part
-                part.listed = True
-                run.seq.append(("span", part))
-            part.seal()
-        elif t == "redacted-reasoning":
-            part = run.reasoning_part(getattr(p, "id", None), getattr(p, "providerMetadata", UNSET), True)
-            run.open_reasoning.pop(part.id, None)
-            part.redacted = part.listed = True
-            run.seq.append(("span", part))
-        elif t == "step-start":
-            run.step_start(_v(getattr(p, "warnings", UNSET)))
-        elif t == "step-finish":
-            run.step_finish(*_finish_fields(p))
-        elif t == "finish":
-            f = _finish_fields(p)
-            run.finish(f[0], f[2], f[5])
-        elif t == "tool-call-input-streaming-start":
-            run.tool_args_for(p.toolCallId, _v(p.toolName), p)
-        elif t == "tool-call-input-streaming-end":
-            ta = run.tool_args.get(p.toolCallId)
-            if ta is not None and p.toolCallId not in run.tool_calls:
-                run.tool_call(self._synthetic_call(run, ta), p.toolCallId)
-        elif t == "tool-call":
-            run.tool_call(chunk, p.toolCallId)
-        elif t == "tool-result":
-            run.tool_results.append(chunk)
-            st = run.step()
-            st.tool_result_ids.append(p.toolCallId)
-            run.any_tool = True
-        elif t == "tool-error":
-            run.tool_errors.append(chunk)
-            run.step()
-            run.any_tool = True
-        elif t == "tool-output":
-            self._nested(run, _v(p.output))
-        elif t == "source":
-            run.sources.append(chunk)
-            run.step().sources.append(chunk)
-            run.seq.append(("source", chunk))
-        elif t == "file":
-            run.files.append(chunk)
-            run.step().files.append(chunk)
-            run.seq.append(("file", chunk))
-        elif t == "object-result":
-            run.object = _v(chunk.object)
-        elif t == "error":
-            run.error = _error_value(_v(p.error))
-            run.terminate("error", "failed", "error")
-        elif t == "abort":
-            run.terminate("abort", "canceled", "aborted")
-        elif t == "tripwire":
-            run.tripwire = msgspec.to_builtins(p) if isinstance(p, msgspec.Struct) else p
-            run.terminate("tripwire", None, "other")
-        elif t in ("tool-call-approval", "tool-call-suspended"):
-            run.suspend_payload = msgspec.to_builtins(p) if isinstance(p, msgspec.Struct) else p
-            run.terminate("suspended", "suspended", "suspended")
+        handle = _HANDLERS.get(t)
+        if handle is not None:
+            handle(self, run, chunk, getattr(chunk, "payload", UNSET))
         elif isinstance(chunk, _c.DataChunk):
             if chunk.transient is not True:
                 run.seq.append(("data", chunk))
+
+    # -- one handler per chunk type (_HANDLERS): (run, chunk, payload) ---------------------------
+    def _on_text_start(self, run: _Run, chunk: Any, p: Any) -> None:
+        if p.providerMetadata is not UNSET:
+            run.text_pm[p.id] = p.providerMetadata
+
+    def _on_text_end(self, run: _Run, chunk: Any, p: Any) -> None:
+        run.end_text(p.id, p.providerMetadata)
+
+    def _on_reasoning_start(self, run: _Run, chunk: Any, p: Any) -> None:
+        part = run.reasoning_part(p.id, p.providerMetadata, True)
+        pm = _v(p.providerMetadata)
+        if isinstance(pm, dict) and any(isinstance(v, dict) and "redactedData" in v for v in pm.values()):
+            part.redacted = True
+            part.listed = True
+            run.seq.append(("span", part))
+
+    def _on_reasoning_end(self, run: _Run, chunk: Any, p: Any) -> None:
+        part = run.open_reasoning.pop(p.id, None)
+        if part is None:   # an end with no open part: a part of its own, not a reasoning entry
+            part = _Part("reasoning", p.id, run.rbuf, p.providerMetadata)
+        if p.providerMetadata is not UNSET:
+            part.pm = p.providerMetadata
+        if not part.listed:   # no delta: Mastra keeps an empty reasoning part
+            part.listed = True
+            run.seq.append(("span", part))
+        part.seal()
+
+    def _on_redacted_reasoning(self, run: _Run, chunk: Any, p: Any) -> None:
+        part = run.reasoning_part(getattr(p, "id", None), getattr(p, "providerMetadata", UNSET), True)
+        run.open_reasoning.pop(part.id, None)
+        part.redacted = part.listed = True
+        run.seq.append(("span", part))
+
+    def _on_step_start(self, run: _Run, chunk: Any, p: Any) -> None:
+        run.step_start(_v(getattr(p, "warnings", UNSET)))
+
+    def _on_step_finish(self, run: _Run, chunk: Any, p: Any) -> None:
+        run.step_finish(*_finish_fields(p))
+
+    def _on_finish(self, run: _Run, chunk: Any, p: Any) -> None:
+        f = _finish_fields(p)
+        run.finish(f[0], f[2], f[5])
+
+    def _on_tool_input_start(self, run: _Run, chunk: Any, p: Any) -> None:
+        run.tool_args_for(p.toolCallId, _v(p.toolName), p)
+
+    def _on_tool_input_end(self, run: _Run, chunk: Any, p: Any) -> None:
+        ta = run.tool_args.get(p.toolCallId)
+        if ta is not None and p.toolCallId not in run.tool_calls:
+            run.tool_call(self._synthetic_call(run, ta), p.toolCallId)
+
+    def _on_tool_call(self, run: _Run, chunk: Any, p: Any) -> None:
+        run.tool_call(chunk, p.toolCallId)
+
+    def _on_tool_result(self, run: _Run, chunk: Any, p: Any) -> None:
+        run.tool_results.append(chunk)
+        st = run.step()
+        st.tool_result_ids.append(p.toolCallId)
+        run.any_tool = True
+
+    def _on_tool_error(self, run: _Run, chunk: Any, p: Any) -> None:
+        run.tool_errors.append(chunk)
+        run.step()
+        run.any_tool = True
+
+    def _on_tool_output(self, run: _Run, chunk: Any, p: Any) -> None:
+        self._nested(run, _v(p.output))
+
+    def _on_source(self, run: _Run, chunk: Any, p: Any) -> None:
+        run.sources.append(chunk)
+        run.step().sources.append(chunk)
+        run.seq.append(("source", chunk))
+
+    def _on_file(self, run: _Run, chunk: Any, p: Any) -> None:
+        run.files.append(chunk)
+        run.step().files.append(chunk)
+        run.seq.append(("file", chunk))
+
+    def _on_object_result(self, run: _Run, chunk: Any, p: Any) -> None:
+        run.object = _v(chunk.object)
+
+    def _on_error(self, run: _Run, chunk: Any, p: Any) -> None:
+        run.error = _error_value(_v(p.error))
+        run.terminate("error", "failed", "error")
+
+    def _on_abort(self, run: _Run, chunk: Any, p: Any) -> None:
+        run.terminate("abort", "canceled", "aborted")
+
+    def _on_tripwire(self, run: _Run, chunk: Any, p: Any) -> None:
+        run.tripwire = msgspec.to_builtins(p) if isinstance(p, msgspec.Struct) else p
+        run.terminate("tripwire", None, "other")
+
+    def _on_suspended(self, run: _Run, chunk: Any, p: Any) -> None:
+        run.suspend_payload = msgspec.to_builtins(p) if isinstance(p, msgspec.Struct) else p
+        run.terminate("suspended", "suspended", "suspended")
 
     def _synthetic_call(self, run: _Run, ta: _ToolArgs) -> Any:
         """The tool-call Mastra emits at tool-call-input-streaming-end."""
@@ -1232,3 +1273,23 @@ class AccumulatorBase:
             buf = ta.buf
         return buf.view()
 
+
+#: chunk type -> its AccumulatorBase handler (the other types change nothing but the current run;
+#: data-* chunks are told by their class)
+_HANDLERS: Dict[str, Any] = {
+    "text-start": AccumulatorBase._on_text_start, "text-end": AccumulatorBase._on_text_end,
+    "reasoning-start": AccumulatorBase._on_reasoning_start,
+    "reasoning-end": AccumulatorBase._on_reasoning_end,
+    "redacted-reasoning": AccumulatorBase._on_redacted_reasoning,
+    "step-start": AccumulatorBase._on_step_start, "step-finish": AccumulatorBase._on_step_finish,
+    "finish": AccumulatorBase._on_finish,
+    "tool-call-input-streaming-start": AccumulatorBase._on_tool_input_start,
+    "tool-call-input-streaming-end": AccumulatorBase._on_tool_input_end,
+    "tool-call": AccumulatorBase._on_tool_call, "tool-result": AccumulatorBase._on_tool_result,
+    "tool-error": AccumulatorBase._on_tool_error, "tool-output": AccumulatorBase._on_tool_output,
+    "source": AccumulatorBase._on_source, "file": AccumulatorBase._on_file,
+    "object-result": AccumulatorBase._on_object_result, "error": AccumulatorBase._on_error,
+    "abort": AccumulatorBase._on_abort, "tripwire": AccumulatorBase._on_tripwire,
+    "tool-call-approval": AccumulatorBase._on_suspended,
+    "tool-call-suspended": AccumulatorBase._on_suspended,
+}
