@@ -54,6 +54,16 @@ def cases(runs: int, deltas: int):
         ("delta frames only (NDJSON)", "chunkcodec.accumulate", lambda: chunkcodec.accumulate(dl),
          "msgspec minimal union, decode_lines", len(dl) / 1e6),
     ]
+    # Short runs: 300 of 12 deltas each, where the per-frame and per-run costs of the non-delta
+    # chunks and the RunOutputs outweigh the deltas (chunkcodec is slower than msgspec here).
+    short = gen.framed(gen.interleaved(300, 12), "ndjson")
+    assert B.chunkcodec_answer(chunkcodec.accumulate(short)) == B.baseline_answer(B.msgspec_ndjson(short))
+    rows += [
+        ("300 short runs, 12 deltas each (NDJSON)", "msgspec minimal union, decode_lines",
+         lambda: B.msgspec_ndjson(short), None, len(short) / 1e6),
+        ("300 short runs, 12 deltas each (NDJSON)", "chunkcodec.accumulate", lambda: chunkcodec.accumulate(short),
+         "msgspec minimal union, decode_lines", len(short) / 1e6),
+    ]
     rows += [
         ("SSE body in 16 KiB pieces", "split on b'\\n\\n' + msgspec minimal union", lambda: B.msgspec_sse(sse), None, smb),
     ]
