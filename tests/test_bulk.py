@@ -533,8 +533,8 @@ def test_threads_in_small_pieces_taking_halves_of_each_others_ranges(log, worker
     monkeypatch.setattr(bulk, "PIECE_BYTES", 700)
     monkeypatch.setattr(bulk, "STEAL_BYTES", 300)
     tiny = b'{"type":"x"}\n' * 3000
-    for data in (log, _corrupted(log), gen.framed(gen.interleaved(8, 20, 5), "sse"), log + tiny, tiny + log,
-                 _and_reversed(log)):
+    for data in (log, _corrupted(log), gen.framed(gen.interleaved(8, 20, 5), "sse"),
+                 gen.framed(gen.interleaved(8, 20, 5), "rs"), log + tiny, tiny + log, _and_reversed(log)):
         p = tmp_path / "log"
         p.write_bytes(data)
         assert _columns(bulk.scan(p, workers=workers)) == _columns(bulk.scan(p, workers=1))
