@@ -2,14 +2,15 @@
 """Native side of chunkcodec.bulk: index a byte range of a log with the GIL released.
 
 Layers: csrc/bulk.c does the work; this module only allocates the numpy columns, calls it without
-the GIL, and turns the run table into bytes.  chunkcodec.bulk (Python) splits files into ranges,
+the GIL (a range at once, or piece by piece with RangeScan), copies and renumbers rows without the
+GIL, and turns run tables into bytes and str.  chunkcodec.bulk (Python) splits files into ranges,
 runs them on threads and merges the run tables.
 """
 
 from cpython.bytes cimport PyBytes_FromStringAndSize
+from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int16_t, int32_t, int64_t
 from libc.stdlib cimport free, malloc
-from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.string cimport memchr, memcpy
 
 from ._cdefs cimport (cc_bulk_boundary, cc_bulk_scan, cc_index, cc_runtab, cc_runtab_free,
@@ -246,7 +247,7 @@ def decode_run_ids(list raw, fallback):
     cdef bytes b
     for i in range(n):
         b = raw[i]
-        if memchr(<const char*>b, 92, len(b)) != NULL:
+        if memchr(<const char*>b, ord("\\"), len(b)) != NULL:
             out[i] = fallback(b)
         else:
             out[i] = PyUnicode_DecodeUTF8(b, len(b), "replace")
