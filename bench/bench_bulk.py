@@ -9,7 +9,10 @@ this process, on the same file:
   identical.  One- and two-thread runs alternate, and the speed-up is the median of each round's
   ratio: a pair measured seconds apart sees the same machine, where the best one-thread run and the
   best two-thread run may not (the other core of a shared VM comes and goes); best over best is
-  printed too,
+  printed too.  Also from CPU time: two_thread_busy, the share of the two-thread wall time both
+  threads are working (1.0: no thread waits), and two_thread_cpu_over_one, the CPU time the same
+  index costs on two threads over one (1.0: the second thread costs nothing extra; the extra work
+  of the parallel scan, copying rows, is about 4 %; the rest is the cores slowing each other),
 - the pure-Python baseline on the first --sample-mb: for each line json.loads, then the type,
   runId and delta text an index needs; reported as a ratio.
 Best of --repeat runs; wall-clock on a shared machine is noisy, so compare the ratios.
@@ -21,6 +24,7 @@ import argparse
 import json
 import os
 import pathlib
+import resource
 import statistics
 import sys
 import tempfile
@@ -42,6 +46,19 @@ def best(fn, repeat):
         out = fn()
         times.append(time.perf_counter() - t)
     return min(times), out
+
+
+def cpu_seconds() -> float:
+    """This process's CPU time, all threads, user and system."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def timed(fn):
+    """(wall seconds, CPU seconds, result) of one call."""
+    c, t = cpu_seconds(), time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t, cpu_seconds() - c, out
 
 
 def python_index(path, limit):
@@ -77,12 +94,16 @@ def main() -> int:
             write_log(path, args.mb)
         size = path.stat().st_size
         # one- and two-thread runs alternate, so a slow spell on the shared machine hits both
-        t1s, t2s = [], []
+        # (and CPU time: how busy the two threads are, and what the same index costs in CPU on
+        # two threads against one, which is where a shared VM's second core shows)
+        t1s, t2s, c1s, c2s = [], [], [], []
         for _ in range(args.repeat):
-            t, one = best(lambda: bulk.scan(path, workers=1), 1)
+            t, c, one = timed(lambda: bulk.scan(path, workers=1))
             t1s.append(t)
-            t, two = best(lambda: bulk.scan(path, workers=2), 1)
+            c1s.append(c)
+            t, c, two = timed(lambda: bulk.scan(path, workers=2))
             t2s.append(t)
+            c2s.append(c)
         t1, t2 = min(t1s), min(t2s)
         same = all(np.array_equal(getattr(one, c), getattr(two, c))
                    for c in ("offset", "length", "type", "run", "text_off", "text_len")) \
@@ -95,6 +116,8 @@ def main() -> int:
                           "two_thread_speedup": round(statistics.median(a / b for a, b in zip(t1s, t2s)), 2),
                           "two_thread_speedup_best_over_best": round(t1 / t2, 2),
                           "two_thread_speedup_per_round": [round(a / b, 2) for a, b in zip(t1s, t2s)],
+                          "two_thread_busy": round(statistics.median(c / (2 * w) for c, w in zip(c2s, t2s)), 2),
+                          "two_thread_cpu_over_one": round(statistics.median(b / a for a, b in zip(c1s, c2s)), 2),
                           "identical": same,
                           "python_json_loads_GBps": round(py, 4), "vs_python": round(gbs1 / py, 1),
                           "cpus": len(os.sched_getaffinity(0))}, indent=1))
