@@ -523,6 +523,20 @@ def test_deltas_with_unknown_keys_are_accumulated(codec):
     assert r.text == "abc" and r.reasoning_text == "think"
 
 
+def test_the_class_kind_cache_of_add_refills_after_it_is_cleared(codec, monkeypatch):
+    """add() caches what to do per chunk class (subclasses made for unknown keys included); the
+    cache is cleared when full, and the chunks after that are still accumulated."""
+    from chunkcodec import _accum
+    monkeypatch.setattr(_accum, "_KINDS_MAX", 5)
+    monkeypatch.setattr(_accum, "_KINDS", dict(_accum._KINDS))
+    lines = [line("text-delta", {"id": "t", "text": f"{i}", f"k{i}": i}) for i in range(8)]
+    lines += [line("step-start", {}), line("text-end", {"type": "text-end", "id": "t"}),
+              line("reasoning-delta", {"id": "r", "text": "x", "hint": 1})]
+    r = ways(codec, lines)
+    assert r.text == "01234567" and r.reasoning_text == "x"
+    assert len(_accum._KINDS) <= 5
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_randomly_corrupted_logs_accumulate_alike_on_both_paths(both, seed):
     """Frames of every type, some with bytes deleted, inserted or overwritten, in the three
