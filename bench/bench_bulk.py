@@ -11,8 +11,9 @@ this process, on the same file:
   best two-thread run may not (the other core of a shared VM comes and goes); best over best is
   printed too.  Also from CPU time: two_thread_busy, the share of the two-thread wall time both
   threads are working (1.0: no thread waits), and two_thread_cpu_over_one, the CPU time the same
-  index costs on two threads over one (1.0: the second thread costs nothing extra; the extra work
-  of the parallel scan, copying rows, is about 4 %; the rest is the cores slowing each other),
+  index costs on two threads over one (1.0: the second thread costs nothing extra; above it, the
+  parallel scan's own extra work, copying rows indexed before their place was known, and the
+  cores slowing each other),
 - the pure-Python baseline on the first --sample-mb: for each line json.loads, then the type,
   runId and delta text an index needs; reported as a ratio.
 Best of --repeat runs; wall-clock on a shared machine is noisy, so compare the ratios.

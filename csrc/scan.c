@@ -501,8 +501,8 @@ static inline size_t skip_literal(const unsigned char *p, size_t i, size_t n, co
 }
 
 static inline size_t ws(const unsigned char *p, size_t i, size_t n) {
-    while (i < n && (p[i] == ' ' || p[i] == '\n' || p[i] == '\r' || p[i] == '\t')) i++;
-    return i;
+    int canon;                         /* (the finish reader does not ask whether it is compact) */
+    return skip_ws(p, i, n, &canon);
 }
 
 static size_t skip_value(const unsigned char *p, size_t i, size_t n, int depth);

@@ -114,32 +114,19 @@ def scan_range(TypeTable types, buf, Py_ssize_t start, Py_ssize_t end, int frami
     Returns (offset, length, type, run, text_off, text_len) numpy arrays and the list of runId
     byte strings in order of first appearance (run index i is runs[i]).
     """
-    cdef const unsigned char[::1] v = buf
-    cdef const char* base = _base(v, start, end)
-    cdef cc_runtab runs
-    if not cc_runtab_init(&runs, 1024):
-        raise MemoryError()
-    cdef Py_ssize_t pos = start, got, cap, rows
+    cdef RangeScan sc = RangeScan(types, buf, start, end, framing)
     parts = []
-    try:
-        while pos < end:
-            cap = max(MIN_ROWS, (end - pos) // BYTES_PER_ROW_GUESS + 16)
-            cols = tuple(np.empty(cap, d) for d in DTYPES)
-            got = _fill(types, base, pos, end, framing, cols, &runs, &rows)
-            parts.append(tuple(c[:rows] for c in cols))
-            pos += got
-            if got == 0:
-                break
-        run_ids = _run_ids(&runs)
-    finally:
-        cc_runtab_free(&runs)
+    while not sc.done:          # one allocation, sized by a guess; more only past the guess
+        cols = tuple(np.empty(max(MIN_ROWS, (sc.end - sc.pos) // BYTES_PER_ROW_GUESS + 16), d) for d in DTYPES)
+        rows = sc.fill(cols, sc.end)
+        parts.append(tuple(c[:rows] for c in cols))
     if not parts:
         cols = tuple(np.empty(0, d) for d in DTYPES)
     elif len(parts) == 1:
         cols = parts[0]
     else:
         cols = tuple(np.concatenate(c) for c in zip(*parts))
-    return cols, run_ids
+    return cols, sc.run_ids()
 
 
 cdef class RangeScan:

@@ -369,19 +369,21 @@ def _index_range(lay: _Layout, r: _Range) -> None:
         limit, at = lay.next_piece(r)
         if r.scan.done:
             break
-        if at is not None and at + n + PIECE_ROWS <= room:
+        direct = at is not None and at + n + PIECE_ROWS <= room
+        if direct:
             cols = tuple(c[at + n:at + n + PIECE_ROWS] for c in out)
-            got = r.scan.fill(cols, limit)
         else:
             if not own or used + PIECE_ROWS > len(own[0]):
                 rows = (r.scan.end - r.scan.pos) // _bulk.ROW_GUESS + 16
                 own = tuple(np.empty(max(PIECE_ROWS, rows), d) for d in _bulk.DTYPES)
                 used = 0
             cols = tuple(c[used:used + PIECE_ROWS] for c in own)
-            got = r.scan.fill(cols, limit)
+        got = r.scan.fill(cols, limit)
+        piece = tuple(c[:got] for c in cols)
+        if not direct:
             used += got
-            lay.wait(r, tuple(c[:got] for c in cols), n)
-        r.pieces.append((tuple(c[:got] for c in cols), n))
+            lay.wait(r, piece, n)
+        r.pieces.append((piece, n))
         n += got
     lay.done(r, n)
 
