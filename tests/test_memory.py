@@ -54,3 +54,32 @@ def test_rss_stays_flat(codec, what):
     gc.collect()
     grown = _rss_kb() - before
     assert grown < 2048, f"RSS grew by {grown} KiB over 400 rounds"
+
+
+LOG = b"".join(p.read_bytes().rstrip(b"\n") + b"\n" for p in sorted((CORPUS / "chunks").glob("*.jsonl")))
+
+
+@pytest.mark.parametrize("how", ["accumulate", "pop_finished", "closed accumulator"])
+def test_accumulation_leaves_no_reference_cycle(codec, how):
+    """Once its results are dropped, what accumulation built is freed by reference counting: a
+    reference cycle (a run holding its accumulator, the decoder holding the accumulator as its
+    sink, a buffer and its owner part) would leave every run of a log to the garbage collector,
+    which the next full collection then pays for all at once."""
+    codec.accumulate(LOG)   # (msgspec makes a cycle of its own the first time it meets a class)
+    gc.collect()
+    gc.disable()
+    try:
+        if how == "accumulate":
+            out = codec.accumulate(LOG)
+        else:
+            acc = codec.Accumulator("ndjson")
+            acc.feed(LOG)
+            out = list(acc.pop_finished()) if how == "pop_finished" else []
+            acc.close()
+            out += acc.pop_results() if how == "pop_finished" else acc.results().values()
+            del acc
+        assert len(out) > 20 and any(r.tool_calls for r in out) and any(r.reasoning for r in out)
+        del out
+        assert gc.collect() == 0
+    finally:
+        gc.enable()

@@ -486,8 +486,10 @@ class _Step:
 
 class _Run:
     def __init__(self, acc: "AccumulatorBase", run_id: Optional[str], from_: Any) -> None:
-        Buf = acc._Buf
-        self.acc = acc
+        # (no reference back to acc: a run that holds its accumulator makes a reference cycle, and
+        # every run of every log would wait for the garbage collector to be freed)
+        Buf = self.new_buf = acc._Buf
+        self.all_tool_args = acc._tool_args
         self.run_id = run_id
         self.from_ = from_ if isinstance(from_, str) else "AGENT"
         self.text = Buf()
@@ -522,10 +524,15 @@ class _Run:
         self.suspend_payload: Optional[dict] = None
         self.pm: Any = None
 
-    def retire(self) -> None:
-        """The run was handed out and dropped: no buffer of it has a writer any more, so no
-        decoder route leads to it (the same runId arriving again starts a new run)."""
-        self.text.owner = self.rbuf.owner = None
+    def release(self) -> None:
+        """No buffer of the run keeps a writer: the part writing at the end of one is sealed, as
+        when another part takes over (a later delta for it starts a new range).  Then no decoder
+        route leads to the run, and a buffer and its owner no longer make a reference cycle.
+        Done when the input ends, and when a run is handed out and dropped (the same runId
+        arriving again then starts a new run)."""
+        for buf in (self.text, self.rbuf):
+            if buf.owner is not None:
+                buf.owner.seal()
         for ta in self.tool_args.values():
             ta.buf.owner = None
 
@@ -672,9 +679,9 @@ class _Run:
     def tool_args_for(self, call_id: str, name: Any, start: Any) -> _ToolArgs:
         ta = self.tool_args.get(call_id)
         if ta is None:
-            ta = _ToolArgs(call_id, name, self.acc._Buf(), start)
+            ta = _ToolArgs(call_id, name, self.new_buf(), start)
             self.tool_args[call_id] = ta
-            self.acc._tool_args[call_id] = ta
+            self.all_tool_args[call_id] = ta
             self.step()
         elif start is not None:
             ta.start = start
@@ -960,8 +967,15 @@ class AccumulatorBase:
         if self._closed:
             return
         self._closed = True
-        if self._decoder is not None:
-            self._drain(self._decoder.close)
+        try:
+            if self._decoder is not None:
+                self._drain(self._decoder.close)
+        finally:
+            # The decoder holds this accumulator as its sink and the buffers their writers: with
+            # both let go, what the accumulator built is freed with it, by reference counting.
+            self._decoder = None
+            for run in self._runs.values():
+                run.release()
 
     def _drain(self, call: Any, *args: Any) -> None:
         # The native decoder hands most frames over as it meets them (see _route); what it
@@ -1226,7 +1240,7 @@ class AccumulatorBase:
         run = self._runs.pop(rid)
         for ta in run.tool_args:
             self._tool_args.pop(ta, None)
-        run.retire()
+        run.release()
         if self._current is run:
             self._current = None
         return out
