@@ -900,6 +900,13 @@ def _finish_fields(payload: Any) -> tuple:
     return reason, warnings, usage, md.get("id"), md.get("modelId"), pm
 
 
+def light_fields(m: Any) -> tuple:
+    """What accumulation reads from a light step-finish/finish (decode_finish_light's struct):
+    (is step-finish, runId or None, reason, warnings, usage, response id, model id,
+    providerMetadata)."""
+    return (m.type == "step-finish", None if m.runId is UNSET else m.runId) + _finish_fields(m.payload)
+
+
 # --------------------------------------------------------------------------------------------
 # The accumulator
 
@@ -1048,12 +1055,16 @@ class AccumulatorBase:
 
     def _light_finish(self, m: Any) -> None:
         """A step-finish/finish frame read with the light decoder."""
-        run = self._run(m.runId if m.runId is not UNSET else None, UNSET)
-        fields = _finish_fields(m.payload)
-        if m.type == "step-finish":
-            run.step_finish(*fields)
+        self._finish_read(light_fields(m))
+
+    def _finish_read(self, f: tuple) -> None:
+        """A step-finish/finish frame, as light_fields gives it (the native decoder reads these
+        values in C)."""
+        run = self._run(f[1], UNSET)
+        if f[0]:
+            run.step_finish(f[2], f[3], f[4], f[5], f[6], f[7])
         else:
-            run.finish(fields[0], fields[2], fields[5])
+            run.finish(f[2], f[4], f[7])
 
     def _invalid(self, inv: Any) -> None:
         self.invalid_frames.append(inv)

@@ -219,10 +219,8 @@ cdef inline void _set_raw(object chunk, object raw) except *:
 
 
 cdef object _decode_finish_light = _accum.decode_finish_light
+cdef object _light_fields = _accum.light_fields
 cdef tuple _FINISH_PREFIXES = _accum.FINISH_PREFIXES
-cdef object _MinFinish = _accum._MinFinish
-cdef object _MinOutputPayload = _accum._MinOutputPayload
-cdef object _MinOutput = _accum._MinOutput
 cdef object _decode_any = msgspec.json.Decoder().decode
 cdef tuple _SPAN_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError)
 
@@ -231,41 +229,57 @@ cdef inline object _span_value(cc_span_t s):
     return _UNSET if s.p == NULL else _decode_any(PyBytes_FromStringAndSize(s.p, <Py_ssize_t>s.len))
 
 
-cdef object _finish_of(cc_finish_t* f):
-    """What decode_finish_light gives for the frame cc_scan_finish read: the values at the spans it
-    found, decoded by msgspec as the light decoder would decode them in place (typed Any)."""
-    cdef object payload = None, output = None
-    if f.payload == CC_FIN_OBJECT:
-        if f.output == CC_FIN_OBJECT:
-            output = _MinOutput(_span_value(f.usage))
-        payload = _MinOutputPayload(_span_value(f.step_result), _span_value(f.metadata), output,
-                                    _span_value(f.provider_metadata))
-    return _MinFinish("step-finish" if f.kind == CC_FIN_STEP_FINISH else "finish", _span_value(f.run_id), payload)
+cdef tuple _fields_of(cc_finish_t* f):
+    """light_fields(decode_finish_light(frame)) for the frame cc_scan_finish read, without the
+    light structs: the values at the spans it found are decoded by msgspec as the light decoder
+    decodes them in place (typed Any), then picked as _accum._finish_fields picks them."""
+    cdef object run_id = _span_value(f.run_id)
+    cdef object reason = None, warnings = None, usage = None, pm, sr, md
+    head = (f.kind == CC_FIN_STEP_FINISH, None if run_id is _UNSET else run_id)
+    if f.payload != CC_FIN_OBJECT:
+        return head + (None, None, None, None, None, None)
+    sr = _span_value(f.step_result)
+    md = _span_value(f.metadata)
+    if f.output == CC_FIN_OBJECT:
+        usage = _span_value(f.usage)
+        if usage is _UNSET:
+            usage = None
+    pm = _span_value(f.provider_metadata)
+    if isinstance(sr, dict):
+        reason = (<dict>sr).get("reason")
+        warnings = (<dict>sr).get("warnings")
+    if not isinstance(md, dict):
+        return head + (reason, warnings, usage, None, None, None if pm is _UNSET else pm)
+    if pm is None or pm is _UNSET:
+        pm = (<dict>md).get("providerMetadata")
+    return head + (reason, warnings, usage, (<dict>md).get("id"), (<dict>md).get("modelId"), pm)
 
 
 cdef object _read_finish(const char* p, Py_ssize_t n, object span, bint* taken=NULL):
-    """decode_finish_light(span) (p, n: its bytes), reading the frame in C when it can: the message
-    history is checked, not decoded, and only the few values accumulation reads are.  *taken (when
-    given) tells whether the C reader took the frame."""
+    """light_fields(decode_finish_light(span)) (p, n: its bytes), or None when that decoder refuses
+    the frame; read in C when it can: the message history is checked, not decoded, and only the
+    few values accumulation reads are.  *taken (when given) tells whether the C reader took it."""
     cdef cc_finish_t f
     if taken != NULL:
         taken[0] = True
     if cc_scan_finish(p, <size_t>n, &f) == CC_OK:
         try:
-            return _finish_of(&f)
+            return _fields_of(&f)
         except _SPAN_ERRORS:
             pass        # msgspec refuses a value (out of range, bad UTF-8): the light decoder decides
     if taken != NULL:
         taken[0] = False
-    return _decode_finish_light(span)
+    light = _decode_finish_light(span)
+    return None if light is None else _light_fields(light)
 
 
-def finish_light(data):
-    """(decode_finish_light(data) as the native path reads it, whether the C reader took it)."""
+def finish_fields(data):
+    """(what the native path reads from a step-finish/finish frame -- light_fields of
+    decode_finish_light(data), None when that refuses it -- and whether the C reader took it)."""
     cdef bytes b = bytes(data)
     cdef bint taken
-    light = _read_finish(PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b), b, &taken)
-    return light, taken
+    fields = _read_finish(PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b), b, &taken)
+    return fields, taken
 
 
 cdef extern from "Python.h":
@@ -681,9 +695,9 @@ cdef class StreamDecoder:
             for prefix in _FINISH_PREFIXES:
                 if length >= PyBytes_GET_SIZE(prefix) and \
                         memcmp(p, PyBytes_AS_STRING(prefix), PyBytes_GET_SIZE(prefix)) == 0:
-                    light = _read_finish(p, length, span)
-                    if light is not None:
-                        self._sink._light_finish(light)
+                    fields = _read_finish(p, length, span)
+                    if fields is not None:
+                        self._sink._finish_read(fields)
                         return
         try:
             chunk = _decode_frame(span, idx, pos)
