@@ -26,29 +26,39 @@ static const unsigned char special[256] = {
     1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1, 1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,
 };
 
-/* Skip bytes that need no attention inside a string: 16 at a time where SSE2 is there (every x86-64),
- * else through the table.  Returns the offset of the first special byte, or n. */
+/* Skip string bytes up to the next quote, backslash or control byte, and, when stop_high is set,
+ * non-ASCII byte: 16 at a time where SSE2 is there (every x86-64), else one by one.  Returns the
+ * offset of that byte, or n.  (Always inlined with a constant stop_high, so each caller gets its
+ * own loop without the test.) */
+#if defined(__GNUC__) || defined(__clang__)
+#define SKIP_INLINE static inline __attribute__((always_inline))
+#else
+#define SKIP_INLINE static inline
+#endif
 #if defined(__SSE2__)
 #include <emmintrin.h>
-static size_t skip_plain(const unsigned char *p, size_t i, size_t n) {
+#endif
+SKIP_INLINE size_t skip_string_bytes(const unsigned char *p, size_t i, size_t n, int stop_high) {
+#if defined(__SSE2__)
     const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\'), ctl = _mm_set1_epi8(0x1F);
     while (i + 16 <= n) {
         __m128i v = _mm_loadu_si128((const __m128i *)(p + i));
         __m128i m = _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash));
         m = _mm_or_si128(m, _mm_cmpeq_epi8(_mm_min_epu8(v, ctl), v));     /* v <= 0x1F */
-        unsigned mask = (unsigned)_mm_movemask_epi8(m) | (unsigned)_mm_movemask_epi8(v); /* v >= 0x80 */
+        unsigned mask = (unsigned)_mm_movemask_epi8(m);
+        if (stop_high) mask |= (unsigned)_mm_movemask_epi8(v);            /* v >= 0x80 */
         if (mask) return i + (size_t)__builtin_ctz(mask);
         i += 16;
     }
-    while (i < n && !special[p[i]]) i++;
-    return i;
-}
-#else
-static size_t skip_plain(const unsigned char *p, size_t i, size_t n) {
-    while (i < n && !special[p[i]]) i++;
-    return i;
-}
 #endif
+    while (i < n && !(special[p[i]] && (stop_high || p[i] < 0x80))) i++;
+    return i;
+}
+
+/* The hot scanner's strings: it decodes them, so it stops at non-ASCII bytes too. */
+static size_t skip_plain(const unsigned char *p, size_t i, size_t n) {
+    return skip_string_bytes(p, i, n, 1);
+}
 
 static int hexval(unsigned char c) {
     if (c >= '0' && c <= '9') return c - '0';
@@ -428,28 +438,6 @@ cc_status cc_scan_hot(const char *buf, size_t len, cc_hot_t *out) {
 
 #define FIN_MAX_DEPTH 64
 
-/* Skip string bytes up to the next quote, backslash or control byte (non-ASCII bytes are not
- * stopped at: see skip_string).  Returns its offset, or n. */
-#if defined(__SSE2__)
-static inline size_t skip_to_special(const unsigned char *p, size_t i, size_t n) {
-    const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\'), ctl = _mm_set1_epi8(0x1F);
-    while (i + 16 <= n) {
-        __m128i v = _mm_loadu_si128((const __m128i *)(p + i));
-        __m128i m = _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash));
-        m = _mm_or_si128(m, _mm_cmpeq_epi8(_mm_min_epu8(v, ctl), v));     /* v <= 0x1F */
-        unsigned mask = (unsigned)_mm_movemask_epi8(m);
-        if (mask) return i + (size_t)__builtin_ctz(mask);
-        i += 16;
-    }
-    while (i < n && p[i] != '"' && p[i] != '\\' && p[i] >= 0x20) i++;
-    return i;
-}
-#else
-static inline size_t skip_to_special(const unsigned char *p, size_t i, size_t n) {
-    while (i < n && p[i] != '"' && p[i] != '\\' && p[i] >= 0x20) i++;
-    return i;
-}
-#endif
 
 /* A string inside the part of a frame accumulation skips, starting just after its opening quote:
  * the offset past its closing quote, or 0.  Escapes (surrogate pairs included) and control bytes
@@ -458,7 +446,7 @@ static inline size_t skip_to_special(const unsigned char *p, size_t i, size_t n)
 static size_t skip_string(const unsigned char *p, size_t i, size_t n) {
     uint32_t cp;
     for (;;) {
-        i = skip_to_special(p, i, n);
+        i = skip_string_bytes(p, i, n, 0);   /* (non-ASCII bytes are not stopped at) */
         if (i >= n) return 0;
         if (p[i] == '"') return i + 1;
         if (p[i] != '\\') return 0;                  /* a control byte */
