@@ -188,6 +188,24 @@ def test_result_mid_stream_reflects_what_arrived(codec):
     assert bytes(acc.buffer("text")) == b"Hello"
 
 
+def test_chunks_added_after_close_continue_the_open_parts(codec):
+    """close() seals the part writing at the end of each buffer (so that buffers and parts make no
+    reference cycle); a delta add()ed after it still continues its part, text and reasoning alike,
+    and a delta of the other part in between still starts a part of its own."""
+    acc = codec.Accumulator("ndjson")
+    acc.feed(b"".join(x + b"\n" for x in [
+        line("reasoning-start", {"id": "r"}), line("reasoning-delta", {"id": "r", "text": "thi"}),
+        text_delta("t", "Hel")]))
+    acc.close()
+    for x in (text_delta("t", "lo"), line("reasoning-delta", {"id": "r", "text": "nk"}),
+              text_delta("u", "!"), text_delta("t", "?")):
+        acc.add(codec.decode(x))
+    r = acc.result()
+    assert r.text == "Hello!?" and r.reasoning_text == "think"
+    assert [p.get("text", p.get("reasoning")) for p in r.parts] == ["think", "Hello?", "!"]
+    assert [e["payload"]["text"] for e in r.reasoning] == ["think"]
+
+
 def test_buffer_is_a_read_only_view_and_survives_more_input(codec):
     acc = codec.Accumulator("ndjson")
     acc.feed(text_delta("t", "ab") + b"\n")
