@@ -587,6 +587,13 @@ class _Run:
                     u[k] = u.get(k, 0) + v
         self.u_raw = usage.get("raw", UNSET)
 
+    def finish_frame(self, step: bool, f: tuple) -> None:
+        """A step-finish (step) or finish frame, its fields as pick_finish gives them."""
+        if step:
+            self.step_finish(*f)
+        else:
+            self.finish(f[0], f[2], f[5])
+
     def finish(self, reason: Any, usage: Any, pm: Any) -> None:
         self.finished = True
         if isinstance(usage, dict):
@@ -874,30 +881,35 @@ def decode_finish_light(data: Any) -> Any:
         return None
 
 
-def _finish_fields(payload: Any) -> tuple:
-    """(reason, warnings, usage, resp_id, model_id, pm) from a payload (typed or light)."""
+def pick_finish(sr: Any, md: Any, usage: Any, pm: Any) -> tuple:
+    """(reason, warnings, usage, resp_id, model_id, pm) from a step-finish/finish payload's
+    stepResult, metadata, output.usage and providerMetadata (UNSET where absent): the one reading
+    of these fields, for typed and light payloads and for the values the native C reader finds."""
     # (called for every step-finish and finish: written for speed; UNSET and None are alike)
-    sr = getattr(payload, "stepResult", UNSET)
-    md = getattr(payload, "metadata", UNSET)
-    out = getattr(payload, "output", UNSET)
     if isinstance(sr, dict):
         reason, warnings = sr.get("reason"), sr.get("warnings")
     else:
         reason = warnings = None
-    if isinstance(out, dict):
-        usage = out.get("usage")
-    elif out is not None and out is not UNSET:
-        usage = out.usage
-        if usage is UNSET:
-            usage = None
-    else:
+    if usage is UNSET:
         usage = None
-    pm = getattr(payload, "providerMetadata", UNSET)
     if not isinstance(md, dict):
         return reason, warnings, usage, None, None, None if pm is UNSET else pm
     if pm is None or pm is UNSET:
         pm = md.get("providerMetadata")
     return reason, warnings, usage, md.get("id"), md.get("modelId"), pm
+
+
+def _finish_fields(payload: Any) -> tuple:
+    """pick_finish of a payload (typed or light)."""
+    out = getattr(payload, "output", UNSET)
+    if isinstance(out, dict):
+        usage = out.get("usage")
+    elif out is not None and out is not UNSET:
+        usage = out.usage
+    else:
+        usage = None
+    return pick_finish(getattr(payload, "stepResult", UNSET), getattr(payload, "metadata", UNSET), usage,
+                       getattr(payload, "providerMetadata", UNSET))
 
 
 def light_fields(m: Any) -> tuple:
@@ -1060,11 +1072,7 @@ class AccumulatorBase:
     def _finish_read(self, f: tuple) -> None:
         """A step-finish/finish frame, as light_fields gives it (the native decoder reads these
         values in C)."""
-        run = self._run(f[1], UNSET)
-        if f[0]:
-            run.step_finish(f[2], f[3], f[4], f[5], f[6], f[7])
-        else:
-            run.finish(f[2], f[4], f[7])
+        self._run(f[1], UNSET).finish_frame(f[0], f[2:])
 
     def _invalid(self, inv: Any) -> None:
         self.invalid_frames.append(inv)
@@ -1133,11 +1141,10 @@ class AccumulatorBase:
         run.step_start(_v(getattr(p, "warnings", UNSET)))
 
     def _on_step_finish(self, run: _Run, chunk: Any, p: Any) -> None:
-        run.step_finish(*_finish_fields(p))
+        run.finish_frame(True, _finish_fields(p))
 
     def _on_finish(self, run: _Run, chunk: Any, p: Any) -> None:
-        f = _finish_fields(p)
-        run.finish(f[0], f[2], f[5])
+        run.finish_frame(False, _finish_fields(p))
 
     def _on_tool_input_start(self, run: _Run, chunk: Any, p: Any) -> None:
         run.tool_args_for(p.toolCallId, _v(p.toolName), p)

@@ -220,6 +220,7 @@ cdef inline void _set_raw(object chunk, object raw) except *:
 
 cdef object _decode_finish_light = _accum.decode_finish_light
 cdef object _light_fields = _accum.light_fields
+cdef object _pick_finish = _accum.pick_finish
 cdef tuple _FINISH_PREFIXES = _accum.FINISH_PREFIXES
 cdef object _decode_any = msgspec.json.Decoder().decode
 cdef tuple _SPAN_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError)
@@ -231,28 +232,13 @@ cdef inline object _span_value(cc_span_t s):
 
 cdef tuple _fields_of(cc_finish_t* f):
     """light_fields(decode_finish_light(frame)) for the frame cc_scan_finish read, without the
-    light structs: the values at the spans it found are decoded by msgspec as the light decoder
-    decodes them in place (typed Any), then picked as _accum._finish_fields picks them."""
-    cdef object run_id = _span_value(f.run_id)
-    cdef object reason = None, warnings = None, usage = None, pm, sr, md
-    head = (f.kind == CC_FIN_STEP_FINISH, None if run_id is _UNSET else run_id)
-    if f.payload != CC_FIN_OBJECT:
-        return head + (None, None, None, None, None, None)
-    sr = _span_value(f.step_result)
-    md = _span_value(f.metadata)
-    if f.output == CC_FIN_OBJECT:
-        usage = _span_value(f.usage)
-        if usage is _UNSET:
-            usage = None
-    pm = _span_value(f.provider_metadata)
-    if isinstance(sr, dict):
-        reason = (<dict>sr).get("reason")
-        warnings = (<dict>sr).get("warnings")
-    if not isinstance(md, dict):
-        return head + (reason, warnings, usage, None, None, None if pm is _UNSET else pm)
-    if pm is None or pm is _UNSET:
-        pm = (<dict>md).get("providerMetadata")
-    return head + (reason, warnings, usage, (<dict>md).get("id"), (<dict>md).get("modelId"), pm)
+    light structs: the values at the spans it found (absent ones UNSET; no spans are found in a
+    null payload) decoded by msgspec as the light decoder decodes them in place (typed Any), then
+    read by _accum.pick_finish, as on the other paths."""
+    run_id = _span_value(f.run_id)
+    return (f.kind == CC_FIN_STEP_FINISH, None if run_id is _UNSET else run_id) + _pick_finish(
+        _span_value(f.step_result), _span_value(f.metadata),
+        _span_value(f.usage) if f.output == CC_FIN_OBJECT else None, _span_value(f.provider_metadata))
 
 
 cdef object _read_finish(const char* p, Py_ssize_t n, object span, bint* taken=NULL):
