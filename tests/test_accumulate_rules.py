@@ -146,8 +146,28 @@ def test_tool_arguments_streamed_parsed_at_end_and_later_call_authoritative(code
     assert [c.payload.args for c in r.tool_calls] == [{"city": "Lyon"}]
 
 
-def test_unparseable_tool_arguments_fall_back_to_empty_object(codec):
-    r = ways(codec, [line("tool-call-delta", {"argsTextDelta": "{oops", "toolCallId": "c", "toolName": "w"}),
+@pytest.mark.parametrize("args", ["{oops", '{"a":NaN}', "Infinity", '[-Infinity]', '{"a":1}x', " \t ", "\u00a0{}"])
+def test_unparseable_tool_arguments_fall_back_to_empty_object(codec, args):
+    """What JSON.parse refuses, json.loads' NaN and Infinity included."""
+    r = ways(codec, [line("tool-call-delta", {"argsTextDelta": args, "toolCallId": "c", "toolName": "w"}),
+                     line("tool-call-input-streaming-end", {"toolCallId": "c"})])
+    assert r.tool_calls[0].payload.args == {}
+
+
+@pytest.mark.parametrize("args, value", [('{"a":1e999}', {"a": float("inf")}), ('"x"', "x"), ("[1, 2] ", [1, 2]),
+                                         ('{"a":1,"a":2}', {"a": 2}), (' \t\r\n{"a":[]}\n', {"a": []})])
+def test_tool_arguments_are_what_json_parse_gives(codec, args, value):
+    """JSON.parse: any JSON value, an overflowing number is Infinity, the last duplicate wins."""
+    r = ways(codec, [line("tool-call-delta", {"argsTextDelta": args, "toolCallId": "c", "toolName": "w"}),
+                     line("tool-call-input-streaming-end", {"toolCallId": "c"})])
+    assert r.tool_calls[0].payload.args == value
+
+
+def test_tool_arguments_nested_too_deep_for_python_are_empty_not_a_crash(codec):
+    """JSON.parse takes any depth; Python's parser stops at its recursion limit, and then the
+    arguments are {} (a documented difference) rather than an exception out of accumulation."""
+    deep = "[" * 5000 + "]" * 5000
+    r = ways(codec, [line("tool-call-delta", {"argsTextDelta": deep, "toolCallId": "c", "toolName": "w"}),
                      line("tool-call-input-streaming-end", {"toolCallId": "c"})])
     assert r.tool_calls[0].payload.args == {}
 

@@ -398,14 +398,25 @@ def _complete_utf8(b: bytes) -> int:
     return n
 
 
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+#: json's scanner without NaN and Infinity, which json.loads takes and JSON.parse refuses.
+_scan_json = json.JSONDecoder(parse_constant=_not_json).scan_once
+_JSON_WS = " \t\n\r"
+
+
 def parse_args(text: str) -> Any:
     """``JSON.parse`` of a tool call's whole argument text, ``{}`` when empty or invalid (Mastra)."""
+    text = text.strip(_JSON_WS)
     if not text:
         return {}
     try:
-        return json.loads(text)
-    except ValueError:
+        value, end = _scan_json(text, 0)
+    except (StopIteration, ValueError, RecursionError):
         return {}
+    return value if end == len(text) else {}
 
 
 # --------------------------------------------------------------------------------------------
