@@ -199,6 +199,35 @@ def test_usage_sums_steps_keeps_last_raw_and_a_missing_total_stays_missing(codec
                              "raw": "b"}
 
 
+def test_usage_keys_keep_mastras_order_whatever_step_brought_them(codec):
+    """Totals first, then the detail counters in Mastra's order, not in the order steps brought
+    them; raw last."""
+    def fin(usage):
+        return line("step-finish", {"stepResult": {"reason": "stop"}, "output": {"usage": usage}})
+    r = ways(codec, [fin({"inputTokens": 1, "outputTokens": 2, "cachedInputTokens": 4, "raw": "a"}),
+                     fin({"inputTokens": 1, "outputTokens": 2, "reasoningTokens": 8, "raw": "b"})])
+    assert list(r.usage.items()) == [("inputTokens", 2), ("outputTokens", 4), ("reasoningTokens", 8),
+                                     ("cachedInputTokens", 4), ("raw", "b")]
+    assert list(r.total_usage) == ["inputTokens", "outputTokens", "totalTokens", "reasoningTokens",
+                                   "cachedInputTokens", "raw"]
+    r = ways(codec, [fin({"inputTokens": 1, "outputTokens": 2, "totalTokens": 3})])
+    assert list(r.usage.items()) == [("inputTokens", 1), ("outputTokens", 2), ("totalTokens", 3)]
+
+
+def test_long_texts_decode_whole(codec):
+    """A range past 64 KiB is decoded in place, a shorter one from a copy: the texts are whole
+    either way, in the run, its steps and its parts."""
+    big = ["é" * 4000 + "世界" for _ in range(12)]           # 96 KiB of text in one part
+    r = ways(codec, [line("step-start", {}), *(text_delta("a", p) for p in big),
+                     line("text-end", {"type": "text-end", "id": "a"}),
+                     line("step-finish", {"stepResult": {"reason": "stop"}, "output": {"usage": {}}}),
+                     line("step-start", {}), text_delta("b", "tail"), text_delta("a", "é" * 70000)])
+    assert len("".join(big).encode()) > 65536
+    assert r.text == "".join(big) + "tail" + "é" * 70000
+    assert [s.text for s in r.steps] == ["".join(big)]
+    assert [p.get("text") for p in r.parts] == ["".join(big), "tail", "é" * 70000]
+
+
 def test_result_mid_stream_reflects_what_arrived(codec):
     acc = codec.Accumulator("ndjson")
     acc.feed(text_delta("t", "Hel") + b"\n")
