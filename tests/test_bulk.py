@@ -460,6 +460,38 @@ def test_cli_bench(capsysbinary):
     assert b"chunkcodec" in capsysbinary.readouterr()[0]
 
 
+def test_cli_bench_measures_a_sample_of_a_long_input(capsysbinary, tmp_path):
+    """--max-mb: only that much is read, cut after its last whole frame, and the report says so."""
+    from chunkcodec.cli import main
+    assert main(["bench", str(SAMPLE), "--repeat", "1", "--json", "--max-mb", "0.02"]) == 0
+    rep = json.loads(capsysbinary.readouterr()[0])
+    assert "sample" in rep["sample_of"] and 0 < rep["bytes"] <= 20_000
+    data = SAMPLE.read_bytes()
+    assert data[rep["bytes"] - 1:rep["bytes"]] == b"\n" and data[:rep["bytes"]].count(b"\n") == rep["chunks"]
+    assert all("disagrees" not in r for r in rep["results"])
+    assert main(["bench", str(SAMPLE), "--repeat", "1", "--max-mb", "0.02"]) == 0
+    assert b"a sample" in capsysbinary.readouterr()[0]
+    sse = tmp_path / "one.sse"                  # an SSE event longer than the sample: no frame ends
+    sse.write_bytes(b"data: " + json.dumps({"type": "text-delta", "payload": {"id": "a", "text": "x" * 30_000}}).encode()
+                    + b"\n\n" + b"data: {}\n\n")
+    assert main(["bench", str(sse), "--max-mb", "0.01"]) == 1
+    assert b"no frame ends in the first 10,000 bytes" in capsysbinary.readouterr()[1]
+    for bad in ("0", "-1", "x", "inf"):
+        with pytest.raises(SystemExit) as exc:
+            main(["bench", str(SAMPLE), "--max-mb", bad])
+        assert exc.value.code == 2
+
+
+def test_cli_bench_takes_the_framing_it_is_told(capsysbinary, tmp_path):
+    from chunkcodec.cli import main
+    rs = SAMPLE.parent / "workflow_stream.rs"
+    assert main(["bench", str(rs), "--repeat", "1", "--json", "--from", "rs"]) == 0
+    assert json.loads(capsysbinary.readouterr()[0])["framing"] == "rs"
+    # told NDJSON, the SSE capture's "data: ..." lines are not JSON: an error, not a silent guess
+    assert main(["bench", str(SAMPLE.parent / "agent_tool_roundtrip.sse"), "--from", "ndjson"]) == 1
+    assert b"error" in capsysbinary.readouterr()[1]
+
+
 def test_bench_reports_a_contender_that_disagrees(monkeypatch):
     from chunkcodec import _benchcmd
     monkeypatch.setattr(_benchcmd, "_loaders", lambda: {"broken": lambda f: {"type": "text-delta", "runId": "x",

@@ -80,16 +80,41 @@ def _best(fn: Callable[[], Any], repeat: int) -> float:
     return min(times)
 
 
-def run(data: bytes, repeat: int = 3) -> dict:
-    """Measure; returns the report as a dict (see ``format_report``)."""
-    framing, _ = _reference.detect_framing(data[:65536], True)
-    if framing == _reference.AUTO:
-        framing = _reference.NDJSON
-    if framing == _reference.JSON:
+#: What ends a frame, per framing: where a sample of a longer input is cut.
+_ENDS = {_reference.SSE: (b"\n\n", b"\r\n\r\n", b"\r\r"), _reference.RS: (b"\x1e",),
+         _reference.NDJSON: (b"\n",)}
+
+
+def cut_at_frame_end(data: bytes, limit: int, framing: str = "auto") -> bytes:
+    """data[:limit] cut after its last whole frame: a sample of a longer input, measured as is.
+    ValueError if not one frame ends in it."""
+    code = _framing_of(data, framing)
+    end = max(data.rfind(sep, 0, limit) + len(sep) if data.rfind(sep, 0, limit) >= 0 else 0
+              for sep in _ENDS[code])
+    if end == 0:
+        raise ValueError(f"no frame ends in the first {limit:,} bytes: raise --max-mb")
+    return data[:end]
+
+
+def _framing_of(data: bytes, framing: str) -> int:
+    if framing == "auto":
+        code, _ = _reference.detect_framing(data[:65536], True)
+        code = _reference.NDJSON if code == _reference.AUTO else code
+    else:
+        code = _reference.FRAMINGS[framing]
+    if code == _reference.JSON:
         raise ValueError("bench reads logs and streams (NDJSON, SSE, RS), not one JSON document")
-    chunks = list(iter_chunks(data))
+    return code
+
+
+def run(data: bytes, repeat: int = 3, framing: str = "auto", sample_of: str | None = None) -> dict:
+    """Measure; returns the report as a dict (see ``format_report``).  framing: "auto", "sse",
+    "rs" or "ndjson", for every contender; sample_of: what data is a sample of, for the report."""
+    code = _framing_of(data, framing)
+    name = _reference._NAMES[code]
+    chunks = list(iter_chunks(data, name))
     want_n, want_text = len(chunks), _texts_of_chunks(chunks)
-    runs = accumulate(data)
+    runs = accumulate(data, name)
     rows: list = []
     size = len(data)
 
@@ -109,14 +134,14 @@ def run(data: bytes, repeat: int = 3) -> dict:
     def same_runs(texts: dict) -> str | None:
         return None if texts == want_text else "per-run text differs"
 
-    add("decode", "chunkcodec", lambda: list(iter_dicts(data)), same_chunks)
-    add("decode", "chunkcodec typed", lambda: list(iter_chunks(data)),
+    add("decode", "chunkcodec", lambda: list(iter_dicts(data, name)), same_chunks)
+    add("decode", "chunkcodec typed", lambda: list(iter_chunks(data, name)),
         lambda c: None if len(c) == want_n and _texts_of_chunks(c) == want_text else "differs")
-    for name, loads in _loaders().items():
-        add("decode", name, lambda loads=loads: [loads(f) for f in _split(data, framing)], same_chunks)
-    add("accumulate", "chunkcodec", lambda: accumulate(data), lambda r: same_runs(_texts_of_runs(r)))
-    for name, loads in _loaders().items():
-        add("accumulate", name, lambda loads=loads: _texts_of_dicts([loads(f) for f in _split(data, framing)]),
+    for lib, loads in _loaders().items():
+        add("decode", lib, lambda loads=loads: [loads(f) for f in _split(data, code)], same_chunks)
+    add("accumulate", "chunkcodec", lambda: accumulate(data, name), lambda r: same_runs(_texts_of_runs(r)))
+    for lib, loads in _loaders().items():
+        add("accumulate", lib, lambda loads=loads: _texts_of_dicts([loads(f) for f in _split(data, code)]),
             same_runs)
     for task, key, mine in (("decode", "chunkcodec_speedup", "chunkcodec"),
                             ("decode", "typed_speedup", "chunkcodec typed"),
@@ -125,12 +150,15 @@ def run(data: bytes, repeat: int = 3) -> dict:
         for r in rows:
             if r["task"] == task and "seconds" in r and "seconds" in ours:
                 r[key] = r["seconds"] / ours["seconds"]
-    return {"bytes": size, "chunks": want_n, "runs": len(runs), "framing": _reference._NAMES[framing],
-            "repeat": repeat, "results": rows}
+    rep = {"bytes": size, "chunks": want_n, "runs": len(runs), "framing": name, "repeat": repeat, "results": rows}
+    if sample_of is not None:
+        rep["sample_of"] = sample_of
+    return rep
 
 
 def format_report(rep: dict) -> str:
-    out = [f"{rep['bytes']:,} bytes, {rep['chunks']:,} chunks, {rep['runs']:,} runs, {rep['framing']}; "
+    sample = f" ({rep['sample_of']})" if "sample_of" in rep else ""
+    out = [f"{rep['bytes']:,} bytes{sample}, {rep['chunks']:,} chunks, {rep['runs']:,} runs, {rep['framing']}; "
            f"best of {rep['repeat']}", "",
            f"{'task':<11} {'contender':<17} {'MB/s':>9} {'chunks/s':>12} {'chunkcodec speed-up':>20} "
            f"{'typed speed-up':>15}"]

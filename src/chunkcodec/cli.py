@@ -32,7 +32,8 @@ EXAMPLES = {
   chunkcodec grep --run 050c8579 --type tool-error --json logs/ > failures.ndjson
   chunkcodec grep -c --type finish logs/""",
     "bench": """  chunkcodec bench samples/agent_runs.ndjson
-  chunkcodec bench my_capture.sse --repeat 5 --json""",
+  chunkcodec bench my_capture.sse --repeat 5 --json
+  chunkcodec bench huge.ndjson.zst --max-mb 64     # the whole frames in its first 64 MB""",
 }
 EPILOG = "examples:\n" + "\n".join(EXAMPLES.values()) + """
 
@@ -206,9 +207,25 @@ def _grep(args: argparse.Namespace, out: BinaryIO) -> int:
 
 def _bench(args: argparse.Namespace, out: BinaryIO) -> int:
     from . import _benchcmd, bulk
-    sources = list(bulk.iter_sources(args.inputs))
-    data = b"".join(b"".join(bulk._file_pieces(p, [], True)) for p in sources)
-    rep = _benchcmd.run(data, args.repeat)
+    limit = int(args.max_mb * 1e6)
+    pieces: list = []
+    size, more = 0, False
+    for p in bulk.iter_sources(args.inputs):        # read no more than the sample needs
+        for piece in bulk._file_pieces(p, [], True):
+            pieces.append(piece)
+            size += len(piece)
+            if size > limit:
+                more = True
+                break
+        if more:
+            break
+    data = b"".join(pieces)
+    del pieces
+    sample_of = None
+    if more:
+        data = _benchcmd.cut_at_frame_end(data, limit, args.from_)
+        sample_of = f"a sample: the whole frames in the input's first {args.max_mb:g} MB"
+    rep = _benchcmd.run(data, args.repeat, args.from_, sample_of)
     out.write((json.dumps(rep, indent=1) if args.json else _benchcmd.format_report(rep)).encode() + b"\n")
     return 1 if any("disagrees" in r for r in rep["results"]) else 0
 
@@ -233,6 +250,16 @@ def _stats(args: argparse.Namespace, out: BinaryIO) -> int:
     for e in st.corrupt:
         print(f"chunkcodec: corrupt region: {e}", file=sys.stderr)
     return 1 if st.corrupt else 0
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number")
+    return value
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -295,6 +322,9 @@ def main(argv: list[str] | None = None) -> int:
                     "json, orjson and msgspec (those installed), checked for agreement first")
     inputs(bench, "streams or logs (read into memory)")
     bench.add_argument("--repeat", type=int, default=3, help="best of this many runs (default: 3)")
+    bench.add_argument("--max-mb", type=_positive, default=256, metavar="MB",
+                       help="measure at most this many MB of input, cut after its last whole frame "
+                       "(default: 256; every contender holds its decoded chunks in memory)")
     bench.add_argument("--json", action="store_true", help="machine-readable output")
     args = parser.parse_args(argv)
     out = sys.stdout.buffer
