@@ -461,7 +461,7 @@ def test_cli_bench(capsysbinary):
 
 
 def test_cli_bench_measures_a_sample_of_a_long_input(capsysbinary, tmp_path):
-    """--max-mb: only that much is read, cut after its last whole frame, and the report says so."""
+    """--max-mb: the sample is the whole frames in that many MB, and the report says so."""
     from chunkcodec.cli import main
     assert main(["bench", str(SAMPLE), "--repeat", "1", "--json", "--max-mb", "0.02"]) == 0
     rep = json.loads(capsysbinary.readouterr()[0])
