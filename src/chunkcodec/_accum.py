@@ -734,12 +734,6 @@ class _Run:
         self.any_tool = True
 
     # -- output ------------------------------------------------------------------------------
-    def step_text(self, st: _Step, dec: Any = _utf8) -> str:
-        return dec(self.text.data, st.t0, None if st.t1 < 0 else st.t1)
-
-    def step_reasoning(self, st: _Step, dec: Any = _utf8) -> str:
-        return dec(self.rbuf.data, st.r0, None if st.r1 < 0 else st.r1)
-
     def result(self) -> RunOutput:
         # (called once per run by accumulate(): written for speed)
         done = self.steps

@@ -21,6 +21,7 @@ from typing import Any, Callable
 import msgspec
 
 from . import _reference, accumulate, iter_chunks, iter_dicts
+from .bulk import _framing_of
 from .chunks import TextDelta
 
 
@@ -94,17 +95,6 @@ def cut_at_frame_end(data: bytes, limit: int, framing: str = "auto") -> bytes:
     if end == 0:
         raise ValueError(f"no frame ends in the first {limit:,} bytes: raise --max-mb")
     return data[:end]
-
-
-def _framing_of(data: bytes, framing: str) -> int:
-    if framing == "auto":
-        code, _ = _reference.detect_framing(data[:65536], True)
-        code = _reference.NDJSON if code == _reference.AUTO else code
-    else:
-        code = _reference.FRAMINGS[framing]
-    if code == _reference.JSON:
-        raise ValueError("bench reads logs and streams (NDJSON, SSE, RS), not one JSON document")
-    return code
 
 
 def run(data: bytes, repeat: int = 3, framing: str = "auto", sample_of: str | None = None) -> dict:
