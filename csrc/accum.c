@@ -19,11 +19,31 @@ int cc_dbuf_append(cc_dbuf *b, const cc_str_t *s) {
     return 1;
 }
 
+/* cc_dbuf_append for the delta loop: an unescaped text (most of them) is copied inline. */
+CC_INLINE int dbuf_append(cc_dbuf *b, const char *p, size_t len, int escaped) {
+    size_t n = (size_t)*b->len;
+    if (b->p == NULL || b->cap - n < len) return 0;
+    if (escaped) {
+        cc_str_t s;
+        s.p = p;
+        s.len = len;
+        s.flags = CC_STR_ESCAPED;
+        n += cc_str_decode_utf8(&s, b->p + n);
+    } else {
+        copy_small(b->p + n, p, len);
+        n += len;
+    }
+    b->p[n] = 0;
+    *b->len = (ptrdiff_t)n;
+    return 1;
+}
+
 /* The last (up to) 8 bytes of a string: where UUIDs and numbered ids differ. */
 CC_INLINE uint64_t tail8(const char *p, size_t n) {
-    uint64_t v = 0;
     if (n >= 8) return load64(p + n - 8);
-    memcpy(&v, p, n);
+    if (n >= 4) return ((uint64_t)load32(p) << 32) | load32(p + n - 4);
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; i++) v = (v << 8) | (unsigned char)p[i];
     return v;
 }
 
@@ -127,11 +147,7 @@ size_t cc_accum_deltas(int framing, const char *buf, size_t len, size_t max_fram
         if (fd.run_len + fd.key_len > CC_ROUTE_KEY) break;
         ptrdiff_t i = find(t, fd.type, fd.run, fd.run_len, fd.key, fd.key_len, fd.has_name);
         if (i < 0) break;
-        cc_str_t s;
-        s.p = fd.text;
-        s.len = fd.text_len;
-        s.flags = fd.escaped ? CC_STR_ESCAPED : 0;
-        if (!cc_dbuf_append(t->slot[i].buf, &s)) {
+        if (!dbuf_append(t->slot[i].buf, fd.text, fd.text_len, fd.escaped)) {
             st->full = i;
             st->need = fd.text_len;
             break;

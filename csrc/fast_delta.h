@@ -60,18 +60,41 @@ CC_INLINE uint32_t load32(const char *p) {
     return v;
 }
 
+CC_INLINE uint16_t load16(const char *p) {
+    uint16_t v;
+    memcpy(&v, p, 2);
+    return v;
+}
+
 CC_INLINE int same(const char *a, const char *b, size_t n) {
-    if (n < 8) {                       /* two overlapping 4-byte words, or bytes */
+    if (n < 8) {                       /* two overlapping 4- or 2-byte words, or a byte */
         if (n >= 4) return ((load32(a) ^ load32(b)) | (load32(a + n - 4) ^ load32(b + n - 4))) == 0;
-        for (size_t i = 0; i < n; i++)
-            if (a[i] != b[i]) return 0;
-        return 1;
+        if (n >= 2) return ((load16(a) ^ load16(b)) | (load16(a + n - 2) ^ load16(b + n - 2))) == 0;
+        return n == 0 || a[0] == b[0];
     }
     uint64_t d = 0;
     size_t i = 0;
     for (; i + 8 <= n; i += 8) d |= load64(a + i) ^ load64(b + i);
     if (i < n) d |= load64(a + n - 8) ^ load64(b + n - 8);
     return d == 0;
+}
+
+/* Copy n bytes from src to dst in at most two overlapping loads and stores when n <= 16 (the
+ * usual delta: a word or two), memcpy otherwise.  Never reads or writes outside [0, n). */
+CC_INLINE void copy_small(char *dst, const char *src, size_t n) {
+    if (n > 16) {
+        memcpy(dst, src, n);
+    } else if (n >= 8) {
+        uint64_t a = load64(src), b = load64(src + n - 8);
+        memcpy(dst, &a, 8);
+        memcpy(dst + n - 8, &b, 8);
+    } else if (n >= 4) {
+        uint32_t a = load32(src), b = load32(src + n - 4);
+        memcpy(dst, &a, 4);
+        memcpy(dst + n - 4, &b, 4);
+    } else {
+        for (size_t i = 0; i < n; i++) dst[i] = src[i];
+    }
 }
 
 /* ---- The fast path for delta frames ---------------------------------------------------------
