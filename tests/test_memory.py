@@ -83,3 +83,40 @@ def test_accumulation_leaves_no_reference_cycle(codec, how):
         assert gc.collect() == 0
     finally:
         gc.enable()
+
+
+@pytest.mark.parametrize("how", ["feed", "feed in pieces", "add", "strict error", "view held"])
+def test_accumulator_dropped_mid_stream_leaves_no_reference_cycle(codec, how):
+    """A service drops its accumulator without close() when the client goes away or a frame is
+    bad: what it had built is freed at once, by reference counting, not left as cyclic garbage
+    (the decoder holding the accumulator, a buffer holding the part writing at its end) for the
+    next full collection.  Cut in the middle of the log, so parts, tool calls and runs are open."""
+    half = LOG[:LOG.rfind(b"\n", 0, len(LOG) // 2) + 1]
+    codec.accumulate(LOG)   # (msgspec makes a cycle of its own the first time it meets a class)
+    gc.collect()
+    gc.disable()
+    try:
+        acc = codec.Accumulator("ndjson")
+        view = None
+        if how == "feed":
+            acc.feed(half)
+        elif how == "feed in pieces":
+            for i in range(0, len(half), 777):
+                acc.feed(half[i:i + 777])
+        elif how == "add":
+            for c in codec.iter_chunks(half, "ndjson"):
+                acc.add(c)
+        elif how == "strict error":
+            with pytest.raises(DecodeError):
+                acc.feed(half + b'{"type":"text-delta","payload":{"id":"1","text":"\xff"}}\n')
+        else:
+            acc.feed(half)
+            view = acc.buffer("text")
+            held = bytes(view)
+        assert acc.run_ids() and acc.result().text is not None
+        del acc
+        assert gc.collect() == 0
+        if view is not None:
+            assert bytes(view) == held and len(held) > 0
+    finally:
+        gc.enable()

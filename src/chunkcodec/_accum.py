@@ -1016,9 +1016,17 @@ class AccumulatorBase:
             if self._decoder is not None:
                 self._drain(self._decoder.close)
         finally:
-            # The decoder holds this accumulator as its sink and the buffers their writers: with
-            # both let go, what the accumulator built is freed with it, by reference counting.
+            # The buffers hold their writers: with those let go (and the decoder), what the
+            # accumulator built is freed with it, by reference counting.
             self._decoder = None
+            for run in self._runs.values():
+                run.release()
+
+    def __del__(self) -> None:
+        # Dropped mid-stream (a client gone, an error), without close(): let go of the buffers'
+        # writers as close() does, so that what it built is freed now, by reference counting,
+        # not by a later full collection.  (The decoder holds it only weakly.)
+        if not getattr(self, "_closed", True):
             for run in self._runs.values():
                 run.release()
 

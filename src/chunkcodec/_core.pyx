@@ -19,6 +19,7 @@ from libc.string cimport memcpy, memcmp, memchr, strlen
 from libc.stdint cimport uint64_t
 
 from chunkcodec._cdefs cimport *
+import weakref
 
 import msgspec
 
@@ -381,11 +382,15 @@ cdef class StreamDecoder:
     cdef object _skip          # [frame_pos, head, tail2, seen] while dropping an oversized frame
     cdef bint _closed
     cdef bint _auto_brace      # auto-detecting, and pending is a '{...' with no RS/LF yet
-    cdef object _failed        # the error that stopped a strict decoder
+    cdef object _failed        # the message of the error that stopped a strict decoder
     cdef long long _json_dropped   # "json" framing in keep mode: bytes past the limit (-1: none)
     cdef public bint done
     cdef list _cache           # last (raw bytes, str) per hot string field
-    # Accumulator mode (_sink): delta frames go straight into the sink's buffers
+    # Accumulator mode (_sinkref): delta frames go straight into the sink's buffers.  The decoder
+    # holds its accumulator weakly (a strong reference back would make a cycle, and an
+    # accumulator dropped mid-stream would wait for the collector); _sink is the accumulator
+    # itself only while one of its feed() or close() calls runs.
+    cdef object _sinkref
     cdef object _sink
     cdef cc_routes* _routes    # (type, runId, id) -> DeltaBuf, for the C delta loop and _sink_hot
     cdef list _rkeep           # per route slot: (DeltaBuf, run) its route writes to, kept alive
@@ -414,7 +419,8 @@ cdef class StreamDecoder:
         self._json_dropped = -1
         self.done = False
         self._cache = [None] * (2 * CC_F_COUNT)
-        self._sink = _sink
+        self._sink = None
+        self._sinkref = None if _sink is None else weakref.ref(_sink)
         if _sink is not None and self._routes == NULL:
             self._routes = <cc_routes*>PyMem_Calloc(1, sizeof(cc_routes))
             if self._routes == NULL:
@@ -447,12 +453,16 @@ cdef class StreamDecoder:
         cdef list out = []
         cdef long long base = self._offset
         self._offset += PyBytes_GET_SIZE(b)
+        if self._sinkref is not None:
+            self._sink = self._sinkref()
         try:
             self._feed(b, 0, base, out)
         except DecodeError as exc:
             exc.chunks = out
-            self._failed = exc
+            self._failed = str(exc)     # (not exc: its traceback holds the frames that hold us)
             raise
+        finally:
+            self._sink = None
         return out
 
     cdef _feed(self, bytes b, Py_ssize_t off, long long base, list out):
@@ -827,11 +837,15 @@ cdef class StreamDecoder:
             return []
         self._closed = True
         cdef list out = []
+        if self._sinkref is not None:
+            self._sink = self._sinkref()
         try:
             self._close(out)
         except DecodeError as exc:
             exc.chunks = out
             raise
+        finally:
+            self._sink = None
         return out
 
     cdef _close(self, list out):

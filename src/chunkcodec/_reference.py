@@ -206,7 +206,9 @@ class StreamDecoder:
                  errors: str = "strict", _as_dicts: bool = False, _as_frames: bool = False,
                  _sink: Any = None, _decoder: Any = None):
         self._framing = _framing_code(framing)
-        self._sink = _sink        # an Accumulator: step-finish/finish frames get the light decoder
+        # an Accumulator's decoder: step-finish/finish frames get the light decoder.  (A flag, not
+        # the accumulator: a reference back would make a cycle that outlives a dropped accumulator.)
+        self._sink = _sink is not None
         self._custom = _decoder   # another format's frame decoder (chunkcodec.ailoop), or None
         if errors not in ("strict", "keep"):
             raise ValueError(f"errors must be 'strict' or 'keep', got {errors!r}")
@@ -223,7 +225,7 @@ class StreamDecoder:
         self._skip: list | None = None   # [frame_pos, head, tail2, seen] while dropping an oversized frame
         self.done = False         # an end marker ([DONE]) was seen
         self._auto_brace = False  # auto-detecting, and pending is a '{...' with no RS/LF yet
-        self._failed: DecodeError | None = None   # the error that stopped a strict decoder
+        self._failed: str | None = None   # the message of the error that stopped a strict decoder
         self._json_dropped: int | None = None     # "json" framing in keep mode: bytes past the limit
         self._closed = False
 
@@ -251,7 +253,7 @@ class StreamDecoder:
             self._feed(data, base, out)
         except DecodeError as exc:
             exc.chunks = out  # type: ignore[attr-defined]
-            self._failed = exc
+            self._failed = str(exc)     # (not exc: its traceback holds the frames that hold us)
             raise
         return out
 
@@ -378,7 +380,7 @@ class StreamDecoder:
                     raise
                 out.append(InvalidFrame(frame, exc, idx, pos))
             return
-        if self._sink is not None and frame.startswith(_accum.FINISH_PREFIXES):
+        if self._sink and frame.startswith(_accum.FINISH_PREFIXES):
             light = _accum.decode_finish_light(frame)
             if light is not None:
                 out.append(light)
