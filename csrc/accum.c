@@ -1,4 +1,5 @@
 /* The accumulator's delta loop: see accum.h. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "chunkcodec/accum.h"
@@ -112,8 +113,23 @@ ptrdiff_t cc_route_put(cc_routes *t, int type, const char *run, size_t run_len, 
     return (ptrdiff_t)i;
 }
 
-size_t cc_accum_deltas(int framing, const char *buf, size_t len, size_t max_frame, cc_routes *t,
-                       cc_accum_stop *st) {
+int cc_fast_avx2(void) {
+#if FAST_HAVE_AVX2
+    static int have = -1;
+    int v = __atomic_load_n(&have, __ATOMIC_RELAXED);
+    if (v < 0) {
+        const char *e = getenv("CHUNKCODEC_NO_AVX2");
+        v = !(e && *e && strcmp(e, "0") != 0) && __builtin_cpu_supports("avx2");
+        __atomic_store_n(&have, v, __ATOMIC_RELAXED);
+    }
+    return v;
+#else
+    return 0;
+#endif
+}
+
+CC_INLINE size_t accum_deltas(int framing, const char *buf, size_t len, size_t max_frame, cc_routes *t,
+                              cc_accum_stop *st, int avx2) {
     /* SSE: an event of one `data: ` line ended by a blank line; RS, NDJSON: a record or line. */
     const size_t skip = framing == CC_FRAMING_SSE ? 6 : 0;
     const char sep = framing == CC_FRAMING_RS ? '\x1e' : '\n';
@@ -127,7 +143,7 @@ size_t cc_accum_deltas(int framing, const char *buf, size_t len, size_t max_fram
         const char *p = buf + done;
         if (skip ? !(p[skip] == '{' && memcmp(p, "data: ", 6) == 0) : p[0] != '{') break;
         fast_delta_t fd;
-        if (!fast_delta(p + skip, len - done - skip, sep, &fd) || skip + fd.len > max_frame) break;
+        if (!fast_delta_isa(p + skip, len - done - skip, sep, &fd, avx2) || skip + fd.len > max_frame) break;
         size_t next = skip + fd.len + 1;
         if (skip) {                                  /* the blank line that ends the event */
             if (next >= len - done || p[next] != '\n') break;
@@ -157,4 +173,24 @@ size_t cc_accum_deltas(int framing, const char *buf, size_t len, size_t max_fram
         done += next;
     }
     return done;
+}
+
+static size_t accum_deltas_sse2(int framing, const char *buf, size_t len, size_t max_frame, cc_routes *t,
+                                cc_accum_stop *st) {
+    return accum_deltas(framing, buf, len, max_frame, t, st, 0);
+}
+
+#if FAST_HAVE_AVX2
+FAST_AVX2_FN static size_t accum_deltas_avx2(int framing, const char *buf, size_t len, size_t max_frame,
+                                             cc_routes *t, cc_accum_stop *st) {
+    return accum_deltas(framing, buf, len, max_frame, t, st, 1);
+}
+#endif
+
+size_t cc_accum_deltas(int framing, const char *buf, size_t len, size_t max_frame, cc_routes *t,
+                       cc_accum_stop *st) {
+#if FAST_HAVE_AVX2
+    if (cc_fast_avx2()) return accum_deltas_avx2(framing, buf, len, max_frame, t, st);
+#endif
+    return accum_deltas_sse2(framing, buf, len, max_frame, t, st);
 }

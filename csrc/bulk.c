@@ -14,12 +14,13 @@
 #include "chunkcodec/bulk.h"
 #include "chunkcodec/frame.h"
 #include "chunkcodec/scan.h"
+#include "chunkcodec/accum.h"
 
 #include "fast_delta.h"
 
 /* Keys are run ids, nearly always 36-byte UUIDs: hash the first and last 16 bytes and the length
  * (a collision only costs a comparison: the table compares whole keys). */
-static uint64_t hash_bytes(const char *p, size_t n) {
+CC_INLINE uint64_t hash_bytes(const char *p, size_t n) {
     uint64_t a, b;
     if (n >= 16) {
         a = load64(p) ^ (load64(p + n - 8) * 0x9E3779B97F4A7C15ull);
@@ -68,24 +69,12 @@ static int runtab_grow(cc_runtab *t) {
     return 1;
 }
 
-/* The run index of a runId, added if new; -2 when out of memory. */
-static inline int32_t runtab_get(cc_runtab *t, const char *p, size_t n) {
-    uint64_t h = hash_bytes(p, n);
+/* Add a runId the table does not hold (hash h): its new run index, or -2 when out of memory.  Out
+ * of line: the lookup below, inlined into the scan loops, stays small. */
+static int32_t runtab_add(cc_runtab *t, const char *p, size_t n, uint64_t h) {
+    if ((t->n + 1) * 2 > t->cap && !runtab_grow(t)) return -2;
     size_t j = (size_t)h & (t->cap - 1);
-    for (;;) {
-        cc_runent *e = &t->ents[j];
-        if (!e->p) break;
-        /* short keys are compared against the entry's own copy: the first occurrence in the log
-         * is far behind and no longer in cache */
-        if (e->hash == h && e->len == n &&
-            same(n <= CC_RUNKEY_INLINE ? e->key : e->p, p, n))
-            return e->idx;
-        j = (j + 1) & (t->cap - 1);
-    }
-    if ((t->n + 1) * 2 > t->cap) {
-        if (!runtab_grow(t)) return -2;
-        return runtab_get(t, p, n);
-    }
+    while (t->ents[j].p) j = (j + 1) & (t->cap - 1);
     cc_runent *e = &t->ents[j];
     e->p = p;
     e->len = (uint32_t)n;
@@ -93,6 +82,22 @@ static inline int32_t runtab_get(cc_runtab *t, const char *p, size_t n) {
     e->hash = h;
     e->idx = (int32_t)t->n++;
     return e->idx;
+}
+
+/* The run index of a runId, added if new; -2 when out of memory. */
+CC_INLINE int32_t runtab_get(cc_runtab *t, const char *p, size_t n) {
+    uint64_t h = hash_bytes(p, n);
+    size_t j = (size_t)h & (t->cap - 1);
+    for (;;) {
+        cc_runent *e = &t->ents[j];
+        if (!e->p) return runtab_add(t, p, n, h);
+        /* short keys are compared against the entry's own copy: the first occurrence in the log
+         * is far behind and no longer in cache */
+        if (e->hash == h && e->len == n &&
+            same(n <= CC_RUNKEY_INLINE ? e->key : e->p, p, n))
+            return e->idx;
+        j = (j + 1) & (t->cap - 1);
+    }
 }
 
 static int16_t type_code(const cc_typetab *tt, const char *p, size_t n) {
@@ -438,7 +443,7 @@ static int index_frame(const char *buf, int64_t base, const cc_frame_t *f, const
 }
 
 /* Index one frame taken by fast_delta. */
-static int index_fast(const char *buf, int64_t base, size_t start, size_t len, int16_t code, const char *rp,
+CC_INLINE int index_fast(const char *buf, int64_t base, size_t start, size_t len, int16_t code, const char *rp,
                       size_t rn, const char *tp, size_t tn, cc_runtab *runs, cc_index *out, scan_state *st) {
     size_t r = out->n;
     out->offset[r] = base + (int64_t)start;
@@ -458,8 +463,8 @@ static int index_fast(const char *buf, int64_t base, size_t start, size_t len, i
     return 1;
 }
 
-ptrdiff_t cc_bulk_scan(int framing, const char *buf, size_t len, int final, int64_t base,
-                       const cc_typetab *types, cc_runtab *runs, cc_index *out) {
+CC_INLINE ptrdiff_t bulk_scan(int framing, const char *buf, size_t len, int final, int64_t base,
+                              const cc_typetab *types, cc_runtab *runs, cc_index *out, int avx2) {
     cc_frame_t frame;
     scan_state st;
     memset(&st, 0, sizeof st);
@@ -473,7 +478,8 @@ ptrdiff_t cc_bulk_scan(int framing, const char *buf, size_t len, int final, int6
             const char *p = buf + done;
             if (skip ? !(p[skip] == '{' && memcmp(p, "data: ", 6) == 0) : p[0] != '{') break;
             fast_delta_t fd;
-            if (!fast_delta(p + skip, len - done - skip, sep, &fd) || fd.type > CC_HOT_TOOL_CALL_DELTA) break;
+            if (!fast_delta_isa(p + skip, len - done - skip, sep, &fd, avx2) || fd.type > CC_HOT_TOOL_CALL_DELTA)
+                break;
             size_t next = skip + fd.len + 1;
             if (skip) {                                  /* the blank line that ends the event */
                 if (next >= len - done || p[next] != '\n') break;
@@ -496,6 +502,26 @@ ptrdiff_t cc_bulk_scan(int framing, const char *buf, size_t len, int final, int6
         if (c == 0) break;
     }
     return (ptrdiff_t)done;
+}
+
+static ptrdiff_t bulk_scan_sse2(int framing, const char *buf, size_t len, int final, int64_t base,
+                                const cc_typetab *types, cc_runtab *runs, cc_index *out) {
+    return bulk_scan(framing, buf, len, final, base, types, runs, out, 0);
+}
+
+#if FAST_HAVE_AVX2
+FAST_AVX2_FN static ptrdiff_t bulk_scan_avx2(int framing, const char *buf, size_t len, int final, int64_t base,
+                                             const cc_typetab *types, cc_runtab *runs, cc_index *out) {
+    return bulk_scan(framing, buf, len, final, base, types, runs, out, 1);
+}
+#endif
+
+ptrdiff_t cc_bulk_scan(int framing, const char *buf, size_t len, int final, int64_t base,
+                       const cc_typetab *types, cc_runtab *runs, cc_index *out) {
+#if FAST_HAVE_AVX2
+    if (cc_fast_avx2()) return bulk_scan_avx2(framing, buf, len, final, base, types, runs, out);
+#endif
+    return bulk_scan_sse2(framing, buf, len, final, base, types, runs, out);
 }
 
 size_t cc_bulk_boundary(int framing, const char *buf, size_t len, size_t pos) {

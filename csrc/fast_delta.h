@@ -46,6 +46,25 @@ CC_INLINE void block_masks(const char *p, fast_block *m) {
 }
 #endif
 
+/* The same masks from two 32-byte loads, on CPUs with AVX2 (every x86-64 since 2013): compiled
+ * for AVX2 whatever the build's flags, and used only when cc_fast_avx2() says the CPU has it. */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define FAST_HAVE_AVX2 1
+#include <immintrin.h>
+__attribute__((target("avx2"))) static inline void block_masks_avx2(const char *p, fast_block *m) {
+    const __m256i quote = _mm256_set1_epi8('"'), bslash = _mm256_set1_epi8('\\'), top = _mm256_set1_epi8(0x1F);
+    __m256i a = _mm256_loadu_si256((const __m256i *)p), b = _mm256_loadu_si256((const __m256i *)(p + 32));
+#define MASK2(ea, eb) ((uint64_t)(uint32_t)_mm256_movemask_epi8(ea) | (uint64_t)(uint32_t)_mm256_movemask_epi8(eb) << 32)
+    m->quote = MASK2(_mm256_cmpeq_epi8(a, quote), _mm256_cmpeq_epi8(b, quote));
+    m->bslash = MASK2(_mm256_cmpeq_epi8(a, bslash), _mm256_cmpeq_epi8(b, bslash));
+    m->ctl = MASK2(_mm256_cmpeq_epi8(_mm256_min_epu8(a, top), a), _mm256_cmpeq_epi8(_mm256_min_epu8(b, top), b));
+    m->high = MASK2(a, b);
+#undef MASK2
+}
+#else
+#define FAST_HAVE_AVX2 0
+#endif
+
 CC_INLINE uint64_t load64(const char *p) {
     uint64_t v;
     memcpy(&v, p, 8);
@@ -150,7 +169,7 @@ CC_INLINE int lit_str(fast_frame *f, size_t *x, const char *lit, size_t ln, size
 
 /* A delta frame (or a plain text-start/text-end) at p (avail bytes) ended by the control byte
  * sep: 1 with *out filled, or 0 for "not taken". */
-CC_INLINE int fast_delta(const char *p, size_t avail, char sep, fast_delta_t *out) {
+CC_INLINE int fast_delta_isa(const char *p, size_t avail, char sep, fast_delta_t *out, int avx2) {
     fast_frame fr;
     uint32_t bs[FAST_MAX_ESCAPES];
     int nb = 0;
@@ -162,14 +181,19 @@ CC_INLINE int fast_delta(const char *p, size_t avail, char sep, fast_delta_t *ou
         fast_block m;
         size_t pos = b << 6;
         if (b == FAST_MAX_BLOCKS) return 0;
-        if (avail - pos >= 64) {
-            block_masks(p + pos, &m);
-        } else {
-            char pad[64];
+        const char *blk = p + pos;
+        char pad[64];
+        if (avail - pos < 64) {
             memset(pad, 0, sizeof pad);         /* NUL is a control byte: "no terminator here" */
             memcpy(pad, p + pos, avail - pos);
-            block_masks(pad, &m);
+            blk = pad;
         }
+#if FAST_HAVE_AVX2
+        if (avx2)
+            block_masks_avx2(blk, &m);
+        else
+#endif
+            block_masks(blk, &m);
         uint64_t keep = m.ctl ? (1ull << ctz64(m.ctl)) - 1 : ~0ull;
         fr.q[b] = m.quote & keep;
         if (high == (size_t)-1 && (m.high & keep)) high = pos + ctz64(m.high & keep);
@@ -257,5 +281,18 @@ CC_INLINE int fast_delta(const char *p, size_t avail, char sep, fast_delta_t *ou
     out->escaped = nb > 0;
     return 1;
 }
+
+/* fast_delta_isa with the portable masks (SSE2 on x86-64). */
+CC_INLINE int fast_delta(const char *p, size_t avail, char sep, fast_delta_t *out) {
+    return fast_delta_isa(p, avail, sep, out, 0);
+}
+
+/* A loop over frames that calls fast_delta_isa(..., avx2) is instantiated twice: NAME_sse2 with
+ * avx2 = 0, and NAME_avx2 compiled for AVX2 with avx2 = 1, so that the masks inline into it. */
+#if FAST_HAVE_AVX2
+#define FAST_AVX2_FN __attribute__((target("avx2")))
+#else
+#define FAST_AVX2_FN
+#endif
 
 #endif

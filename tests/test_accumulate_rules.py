@@ -526,6 +526,65 @@ def test_delta_loop_native_equals_reference(both, framing, seed):
         assert outs[0][2]        # some frames were over the limit
 
 
+_ISA_PROBE = """
+import hashlib, json, sys
+import msgspec
+from chunkcodec import _core, Accumulator, bulk
+data = open(sys.argv[1], "rb").read()
+acc = Accumulator("ndjson", errors="keep")
+acc.feed(data)
+acc.close()
+runs = [msgspec.to_builtins(r) for r in acc.results().values()]
+runs.append([(f.frame_index, f.pos, type(f.error).__name__) for f in acc.invalid_frames])
+ix = bulk.scan(sys.argv[1], "ndjson", workers=1)
+cols = [c.tolist() for c in (ix.offset, ix.length, ix.type, ix.run, ix.text_off, ix.text_len)]
+print(json.dumps({"isa": _core.fast_isa(), "runs": hashlib.sha256(json.dumps(runs).encode()).hexdigest(),
+                  "index": hashlib.sha256(json.dumps([cols, ix.run_ids]).encode()).hexdigest(),
+                  "frames": len(ix), "bad": len(acc.invalid_frames)}))
+"""
+
+
+def _cpu_has_avx2():
+    try:
+        with open("/proc/cpuinfo") as f:
+            return " avx2" in f.read()
+    except OSError:
+        return None
+
+
+def test_delta_loops_give_the_same_with_and_without_avx2(both, tmp_path):
+    """The C delta loops (the accumulator's and the bulk indexer's) read 64-byte blocks with AVX2
+    where the CPU has it, else with SSE2; CHUNKCODEC_NO_AVX2 forces the portable reader.  Both give
+    the same runs and the same index for a log built to hit every edge of the fast path (escapes,
+    multi-byte characters, frames up to the 1 KB limit of the fast path, ids it does not take; bad
+    UTF-8, raw control bytes and lone backslashes in some texts), each in a fresh process (the
+    choice is made once per process)."""
+    import os
+    import subprocess
+    rng = random.Random(7)
+    lines = _random_delta_log(rng, 3000)
+    for i in rng.sample(range(len(lines)), 150):       # break a text: the frame is invalid
+        ln = lines[i]
+        at = ln.rfind(b'":"') + 3 + rng.randrange(3)
+        if at < len(ln) - 3:
+            lines[i] = ln[:at] + rng.choice([b"\xff", b"\xc3", b"\x01", b"\\", b"\xed\xa0\x80"]) + ln[at:]
+    log = tmp_path / "deltas.ndjson"
+    log.write_bytes(b"".join(ln + b"\n" for ln in lines))
+    out = {}
+    for name, env in (("default", {}), ("portable", {"CHUNKCODEC_NO_AVX2": "1"})):
+        e = {k: v for k, v in os.environ.items() if k not in ("CHUNKCODEC_NO_AVX2", "CHUNKCODEC_NO_EXTENSIONS")}
+        r = subprocess.run([sys.executable, "-c", _ISA_PROBE, str(log)], env={**e, **env}, capture_output=True,
+                           text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        out[name] = json.loads(r.stdout)
+    assert out["portable"]["isa"] == "portable"
+    if _cpu_has_avx2() is not None and sys.platform == "linux" and os.uname().machine == "x86_64":
+        assert out["default"]["isa"] == ("avx2" if _cpu_has_avx2() else "portable")
+    assert out["default"]["frames"] == 3000 and out["default"]["bad"] > 50
+    assert {k: v for k, v in out["default"].items() if k != "isa"} == \
+        {k: v for k, v in out["portable"].items() if k != "isa"}
+
+
 def test_native_reads_plain_deltas_and_text_brackets_without_the_decoder(both, monkeypatch):
     """Mastra's plain text-delta/text-start/text-end frames never reach the general path on the
     native side (the C loop takes or reads them); the same log on the reference path does."""

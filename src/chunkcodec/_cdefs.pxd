@@ -162,5 +162,6 @@ cdef extern from "chunkcodec/accum.h":
         size_t key_len
     size_t cc_accum_deltas(int framing, const char *buf, size_t len, size_t max_frame, cc_routes *t,
                            cc_accum_stop *st) nogil
+    int cc_fast_avx2() nogil
     enum:
         CC_ROUTE_SLOTS

@@ -260,6 +260,12 @@ cdef object _read_finish(const char* p, Py_ssize_t n, object span, bint* taken=N
     return None if light is None else _light_fields(light)
 
 
+def fast_isa():
+    """Which 64-byte block reader the C delta loops use: "avx2", or "portable" (SSE2 on x86-64)
+    when the CPU lacks AVX2 or CHUNKCODEC_NO_AVX2 is set.  (A test hook.)"""
+    return "avx2" if cc_fast_avx2() else "portable"
+
+
 def finish_fields(data):
     """(what the native path reads from a step-finish/finish frame -- light_fields of
     decode_finish_light(data), None when that refuses it -- and whether the C reader took it)."""

@@ -77,4 +77,8 @@ typedef struct cc_accum_stop {
  * a text-start or text-end read for the caller). */
 size_t cc_accum_deltas(int framing, const char *buf, size_t len, size_t max_frame, cc_routes *t,
                        cc_accum_stop *st);
+/* 1 when the delta loops (this one and the bulk indexer's) read 64-byte blocks with AVX2: the CPU
+ * has it and CHUNKCODEC_NO_AVX2 is not set (to a non-empty value other than "0"; the tests run
+ * both ways).  0: SSE2 (every x86-64) or plain C.  Decided once per process. */
+int cc_fast_avx2(void);
 #endif
