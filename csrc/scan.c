@@ -26,6 +26,11 @@ static const unsigned char special[256] = {
     1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1, 1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,
 };
 
+/* 1 for the bytes that make a one-character escape after a backslash: " \\ / b f n r t. */
+static const unsigned char simple_escape[256] = {
+    ['"'] = 1, ['\\'] = 1, ['/'] = 1, ['b'] = 1, ['f'] = 1, ['n'] = 1, ['r'] = 1, ['t'] = 1,
+};
+
 /* Skip string bytes up to the next quote, backslash or control byte, and, when stop_high is set,
  * non-ASCII byte: 16 at a time where SSE2 is there (every x86-64), else one by one.  Returns the
  * offset of that byte, or n.  (Always inlined with a constant stop_high, so each caller gets its
@@ -450,6 +455,10 @@ static size_t skip_string(const unsigned char *p, size_t i, size_t n) {
         if (i >= n) return 0;
         if (p[i] == '"') return i + 1;
         if (p[i] != '\\') return 0;                  /* a control byte */
+        if (i + 1 < n && simple_escape[p[i + 1]]) {   /* \n, \", ...: most escapes, no call */
+            i += 2;
+            continue;
+        }
         size_t l = escape_one(p + i + 1, n - i - 1, &cp);
         if (!l) return 0;
         i += 1 + l;

@@ -703,6 +703,10 @@ FINISH_EDGES = [
     (_FIN % ('"messages":' + "[" * 70 + "]" * 70), False),                 # deeper than the reader goes
     (_FIN % '"messages":"\\ud800"', False),                                # lone surrogate
     (_FIN % '"messages":"a\x01"', False),                                  # control byte
+    (_FIN % '"messages":"\\/\\b\\f\\r\\t\\"\\\\"', True),                       # every one-byte escape
+    (_FIN % '"messages":"a\\x"', False),                                 # no such escape
+    (_FIN % '"messages":"a\\\'"', False),
+    ('{"type":"finish","payload":{"m":"\\', False),                        # cut after a backslash
     (_FIN % '"messages":01', False),
     (_FIN % '"messages":[1,]', False),
     ('{"type":"finish","payload":{}} x', False),
