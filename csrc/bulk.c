@@ -1,6 +1,6 @@
 /* Bulk indexing of stream logs: see bulk.h.
  *
- * Delta frames (most of any log) go through fast_delta, or failing that the hot scanner, or
+ * Delta frames (most of any log) go through fast_delta_isa, or failing that the hot scanner, or
  * failing that json_valid: all three validate them completely, as the decoder does, and give the
  * spans of runId and text.  Other frames get a structural scan of their top level only:
  * the "type" and "runId" string values are read, nested values are skipped by bracket and string
@@ -442,7 +442,7 @@ static int index_frame(const char *buf, int64_t base, const cc_frame_t *f, const
     return 1;
 }
 
-/* Index one frame taken by fast_delta. */
+/* Index one frame taken by fast_delta_isa. */
 CC_INLINE int index_fast(const char *buf, int64_t base, size_t start, size_t len, int16_t code, const char *rp,
                       size_t rn, const char *tp, size_t tn, cc_runtab *runs, cc_index *out, scan_state *st) {
     size_t r = out->n;

@@ -46,8 +46,8 @@ CC_INLINE void block_masks(const char *p, fast_block *m) {
 }
 #endif
 
-/* The same masks from two 32-byte loads, on CPUs with AVX2 (every x86-64 since 2013): compiled
- * for AVX2 whatever the build's flags, and used only when cc_fast_avx2() says the CPU has it. */
+/* The same masks from two 32-byte loads, on CPUs with AVX2 (most x86-64 made since 2013-2015):
+ * compiled for AVX2 whatever the build's flags, used only when cc_fast_avx2() says the CPU has it. */
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define FAST_HAVE_AVX2 1
 #include <immintrin.h>
@@ -168,7 +168,8 @@ CC_INLINE int lit_str(fast_frame *f, size_t *x, const char *lit, size_t ln, size
 }
 
 /* A delta frame (or a plain text-start/text-end) at p (avail bytes) ended by the control byte
- * sep: 1 with *out filled, or 0 for "not taken". */
+ * sep: 1 with *out filled, or 0 for "not taken".  avx2: read the blocks with block_masks_avx2 (a
+ * constant in each caller; only where cc_fast_avx2() is 1). */
 CC_INLINE int fast_delta_isa(const char *p, size_t avail, char sep, fast_delta_t *out, int avx2) {
     fast_frame fr;
     uint32_t bs[FAST_MAX_ESCAPES];
@@ -280,11 +281,6 @@ CC_INLINE int fast_delta_isa(const char *p, size_t avail, char sep, fast_delta_t
     out->len = fr.e;
     out->escaped = nb > 0;
     return 1;
-}
-
-/* fast_delta_isa with the portable masks (SSE2 on x86-64). */
-CC_INLINE int fast_delta(const char *p, size_t avail, char sep, fast_delta_t *out) {
-    return fast_delta_isa(p, avail, sep, out, 0);
 }
 
 /* A loop over frames that calls fast_delta_isa(..., avx2) is instantiated twice: NAME_sse2 with
