@@ -509,6 +509,12 @@ class _Step:
 
 
 class _Run:
+    __slots__ = ("new_buf", "all_tool_args", "run_id", "from_", "text", "rbuf", "open_text", "open_reasoning",
+                 "text_pm", "reasoning", "saw_reasoning", "seq", "steps", "cur", "tool_calls", "tool_args",
+                 "tool_results", "tool_errors", "sources", "files", "any_tool", "u", "u_dead", "u_raw",
+                 "u_steps", "finish_usage", "finish_reason", "terminal", "status", "finished", "error",
+                 "tripwire", "object", "suspend_payload", "pm")
+
     def __init__(self, acc: "AccumulatorBase", run_id: Optional[str], from_: Any) -> None:
         # (no reference back to acc: a run that holds its accumulator makes a reference cycle, and
         # every run of every log would wait for the garbage collector to be freed)
