@@ -960,6 +960,8 @@ _OTHER = object()
 #: unknown keys, map to their base), _OTHER for the other chunks, InvalidFrame, or None (refused).
 _KINDS: Dict[type, Any] = {c: c for c in _DELTAS}
 _KINDS_MAX = 4096
+#: chunk class -> its tag (the "type" every chunk of it has), for the classes whose tag is fixed.
+_TAGS: Dict[type, str] = {}
 
 
 def _kind_of(t: type) -> Any:
@@ -1134,7 +1136,14 @@ class AccumulatorBase:
         return run
 
     def _other(self, chunk: Any) -> None:
-        t = getattr(chunk, "type", None) or type(chunk).__struct_config__.tag
+        cls = type(chunk)
+        t = _TAGS.get(cls)
+        if t is None:
+            t = getattr(chunk, "type", None) or cls.__struct_config__.tag
+            if "type" not in cls.__struct_fields__:    # the tag is the class's, not the chunk's
+                if len(_TAGS) >= _KINDS_MAX:
+                    _TAGS.clear()
+                _TAGS[cls] = t
         run_id = getattr(chunk, "runId", UNSET)
         run = self._run(run_id, getattr(chunk, "from_", UNSET))
         handle = _HANDLERS.get(t)
