@@ -637,6 +637,35 @@ def test_a_run_id_that_comes_back_after_its_run_was_popped_starts_a_new_run(code
     assert r.run_id == RUN and r.text == "two" and bytes(acc.buffer("c")) == b"{"
 
 
+def test_pop_results_hands_out_every_run_once_in_order_and_walks_the_table_once(codec):
+    """pop_results() yields each run once, in first-seen order, also when the caller pops runs
+    (pop_finished) or feeds more between its yields.  It walks the run table a constant number of
+    times: taking the first key again after each pop steps over every key popped before it, which
+    made accumulate() of 100,000 runs spend 6.8 s here (0.7 s now)."""
+    fin = line("finish", {"stepResult": {"reason": "stop"}, "output": {"usage": {}}}, run="r3")
+    acc = codec.Accumulator("ndjson")
+    acc.feed(b"".join(text_delta("t", "x%d" % i, run="r%d" % i) + b"\n" for i in range(6)) + fin + b"\n")
+    gen_ = acc.pop_results()
+    got = [next(gen_).run_id]                          # r0
+    got += [r.run_id for r in acc.pop_finished()]      # r3, by the caller
+    acc.feed(text_delta("t", "y", run="r9") + b"\n")   # a run that arrives meanwhile
+    got += [r.run_id for r in gen_]
+    assert got == ["r0", "r3", "r1", "r2", "r4", "r5", "r9"] and acc.run_ids() == []
+
+    class Walks(dict):
+        n = 0
+
+        def __iter__(self):
+            Walks.n += 1
+            return super().__iter__()
+
+    acc = codec.Accumulator("ndjson")
+    acc.feed(b"".join(text_delta("t", "x", run="r%d" % i) + b"\n" for i in range(500)))
+    acc._runs = Walks(acc._runs)
+    assert [r.run_id for r in acc.pop_results()] == ["r%d" % i for i in range(500)]
+    assert Walks.n <= 2, Walks.n
+
+
 def test_deltas_with_unknown_keys_are_accumulated(codec):
     """A delta with a field this version does not know (a newer Mastra, a proxy's annotation)
     decodes to a subclass of its type; its text must still count."""
