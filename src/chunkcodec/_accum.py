@@ -960,7 +960,8 @@ _OTHER = object()
 #: unknown keys, map to their base), _OTHER for the other chunks, InvalidFrame, or None (refused).
 _KINDS: Dict[type, Any] = {c: c for c in _DELTAS}
 _KINDS_MAX = 4096
-#: chunk class -> its tag (the "type" every chunk of it has), for the classes whose tag is fixed.
+#: _OTHER chunk class -> its tag, for the classes whose tag is fixed (not DataChunk and
+#: UnknownChunk, whose chunks carry their own "type"); kept beside _KINDS, by _kind_of.
 _TAGS: Dict[type, str] = {}
 
 
@@ -972,7 +973,10 @@ def _kind_of(t: type) -> Any:
         if len(_KINDS) >= _KINDS_MAX:       # classes made for unknown keys come and go
             _KINDS.clear()
             _KINDS.update((c, c) for c in _DELTAS)
+            _TAGS.clear()
         _KINDS[t] = kind
+        if kind is _OTHER and "type" not in t.__struct_fields__:
+            _TAGS[t] = t.__struct_config__.tag
     return kind
 
 
@@ -1137,13 +1141,7 @@ class AccumulatorBase:
 
     def _other(self, chunk: Any) -> None:
         cls = type(chunk)
-        t = _TAGS.get(cls)
-        if t is None:
-            t = getattr(chunk, "type", None) or cls.__struct_config__.tag
-            if "type" not in cls.__struct_fields__:    # the tag is the class's, not the chunk's
-                if len(_TAGS) >= _KINDS_MAX:
-                    _TAGS.clear()
-                _TAGS[cls] = t
+        t = _TAGS.get(cls) or getattr(chunk, "type", None) or cls.__struct_config__.tag
         run_id = getattr(chunk, "runId", UNSET)
         run = self._run(run_id, getattr(chunk, "from_", UNSET))
         handle = _HANDLERS.get(t)
