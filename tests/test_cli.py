@@ -39,3 +39,21 @@ def test_cat_bad_input_exit_code_and_message():
 def test_usage_error():
     assert run("cat").returncode == 2
     assert b"examples" in run("cat", "--help").stdout
+
+
+def test_reconstruct_cat_and_bench_start_without_numpy():
+    # numpy takes longer to import than the bundled sample takes to reconstruct: the commands
+    # that make no index columns must not pull it in (scan and stats do, and must still work)
+    probe = (
+        "import os, sys\n"
+        "from chunkcodec import cli\n"
+        "out, sys.stdout = sys.stdout, open(os.devnull, 'w')\n"
+        "code = cli.main(sys.argv[1:])\n"
+        "sys.stdout = out\n"
+        "print(code, 'numpy' in sys.modules)\n"
+    )
+    for args in (["reconstruct", str(SSE)], ["cat", str(SSE)], ["bench", str(SSE), "--repeat", "1"],
+                 ["stats", str(SSE)]):
+        r = subprocess.run([sys.executable, "-c", probe, *args], capture_output=True)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.split() == [b"0", b"True" if args[0] == "stats" else b"False"], (args, r.stdout)

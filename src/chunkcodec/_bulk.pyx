@@ -16,15 +16,15 @@ from libc.string cimport memchr, memcpy
 from ._cdefs cimport (cc_bulk_boundary, cc_bulk_scan, cc_index, cc_runtab, cc_runtab_free,
                       cc_runtab_init, cc_typetab)
 
-import numpy as np
-
 #: Rows asked for per call: enough for a range of small frames, grown in steps past it.
 cdef Py_ssize_t MIN_ROWS = 4096
 #: The smallest frame a range is expected to hold on average (delta frames are ~100+ bytes).
 cdef Py_ssize_t BYTES_PER_ROW_GUESS = 48
 ROW_GUESS = BYTES_PER_ROW_GUESS
-#: The index columns' dtypes: offset, length, type, run, text_off, text_len.
-DTYPES = (np.int64, np.int64, np.int16, np.int32, np.int64, np.int64)
+#: The index columns' dtypes: offset, length, type, run, text_off, text_len.  (Names: numpy is
+#: imported when columns are made, not with this module, so that the command line's reconstruct,
+#: cat and bench, which make none, start without it.)
+DTYPES = ("int64", "int64", "int16", "int32", "int64", "int64")
 
 
 cdef class TypeTable:
@@ -114,6 +114,7 @@ def scan_range(TypeTable types, buf, Py_ssize_t start, Py_ssize_t end, int frami
     Returns (offset, length, type, run, text_off, text_len) numpy arrays and the list of runId
     byte strings in order of first appearance (run index i is runs[i]).
     """
+    import numpy as np
     cdef RangeScan sc = RangeScan(types, buf, start, end, framing)
     parts = []
     while not sc.done:          # one allocation, sized by a guess; more only past the guess

@@ -23,8 +23,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Iterable, Iterator
 
 import msgspec
-import numpy as np
 
+# (numpy is imported by the functions that make or read index columns, not here: reconstruct and
+# the command line's cat and bench make none, and a command line run then starts without it)
 from . import _reference
 from ._model import _json_obj
 from .chunks import TAGGED
@@ -179,11 +180,13 @@ class Index:
         return raw.decode("utf-8") if b"\\" not in raw else _json_obj(b'"' + raw + b'"')
 
     def type_counts(self) -> dict:
+        import numpy as np
         counts = np.bincount(self.type, minlength=len(TYPE_NAMES))
         return {TYPE_NAMES[i]: int(c) for i, c in enumerate(counts) if c}
 
     def corrupt(self) -> list:
         """The frames that could not be read, as CorruptRegion."""
+        import numpy as np
         rows = np.flatnonzero(self.type == CORRUPT)
         found = [CorruptRegion(self.source, int(self.offset[r]), int(self.length[r]),
                                "not a well-formed JSON object (cut short, or not JSON)") for r in rows]
@@ -192,6 +195,7 @@ class Index:
     def to_arrow(self) -> Any:
         """A pyarrow Table: offset, length, type (dictionary), run_id (dictionary), text_off,
         text_len.  Needs pyarrow (``pip install 'chunkcodec[arrow]'``)."""
+        import numpy as np
         pa = _pyarrow()
         type_col = pa.DictionaryArray.from_arrays(pa.array(self.type.astype(np.int32)),
                                                   pa.array(TYPE_NAMES))
@@ -362,6 +366,7 @@ def _index_range(lay: _Layout, r: _Range) -> None:
     """Index one range piece by piece: straight into the merged columns once its place there is
     known, else into columns of its own (one allocation for the range: large ones get huge
     pages, so fewer page faults), left waiting to be copied."""
+    import numpy as np
     out, room = lay.out, lay.room
     own: tuple = ()
     n = used = 0
@@ -393,6 +398,7 @@ def _scan_parallel(buf: Any, fr: int, ranges: list) -> tuple:
     have left.  The first range goes straight into the merged columns (address space sized by a
     guess of the rows: untouched pages cost nothing); see _index_range for the others.  Last, the
     runs are renumbered in the order of their first appearance in the log."""
+    import numpy as np
     room = sum((b - a) // _bulk.ROW_GUESS + 16 for a, b in ranges)
     out = tuple(np.empty(room, d) for d in _bulk.DTYPES)
     lay = _Layout([_Range(buf, a, b, fr) for a, b in ranges], out)
@@ -415,6 +421,7 @@ def _scan_parallel(buf: Any, fr: int, ranges: list) -> tuple:
 def _merged(lay: _Layout, ex: ThreadPoolExecutor, threads: int) -> tuple:
     """The merged columns and run ids once every range is done: the pieces still waiting copied
     (all of them into bigger columns if the rows outgrew the guess), runs renumbered."""
+    import numpy as np
     rs, out = lay.ranges, lay.out
     starts = np.cumsum([0] + [r.rows for r in rs]).tolist()
     total = starts[-1]
@@ -577,6 +584,7 @@ def _scan_reference(buf: Any, fr: int) -> tuple:
     top-level "type" and "runId" strings as written, read structurally (_top_level); a frame of
     a delta type must also be what the decoder reads (json.loads's rules), else it is corrupt, and
     its text span is found as _text_span finds it."""
+    import numpy as np
     data = bytes(buf)
     frames, _ = _reference.split_frames(fr, data, True)
     off, ln, ty, rn, toff, tln = [], [], [], [], [], []
@@ -836,6 +844,7 @@ class Hit(msgspec.Struct, frozen=True):
 
 def _type_matcher(types: Iterable[str]) -> Any:
     """Type codes for names or shell patterns (``tool-*``)."""
+    import numpy as np
     import fnmatch
     codes = set()
     for t in types:
@@ -856,6 +865,7 @@ def grep(inputs: Any, pattern: str | bytes | None = None, types: Iterable[str] =
     names, arguments, errors; a delta's text matches only within one delta).  context=N also
     yields the N chunks before and after each match *in the same run* (match=False), which in an
     interleaved log is the context that means something.  Hits come in log order."""
+    import numpy as np
     codes = _type_matcher(types) if types else None
     rx = None
     if pattern is not None:
