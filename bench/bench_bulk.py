@@ -123,8 +123,7 @@ def main() -> int:
         # two threads against one, which is where a shared VM's second core shows)
         t1s, t2s, c1s, c2s, h1s, h2s = [], [], [], [], [], []
         with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m, \
-                ThreadPoolExecutor(2) as pool:
-            view = memoryview(m)
+                memoryview(m) as view, ThreadPoolExecutor(2) as pool:
             for _ in range(args.repeat):
                 # (each one-thread pair, then each two-thread pair, measured back to back)
                 h1s.append(timed(lambda: sha256_halves(view, 1, pool))[0])
@@ -135,7 +134,6 @@ def main() -> int:
                 t, c, two = timed(lambda: bulk.scan(path, workers=2))
                 t2s.append(t)
                 c2s.append(c)
-            view.release()
         t1, t2 = min(t1s), min(t2s)
         same = all(np.array_equal(getattr(one, c), getattr(two, c))
                    for c in ("offset", "length", "type", "run", "text_off", "text_len")) \
