@@ -593,9 +593,10 @@ def test_native_reads_plain_deltas_and_text_brackets_without_the_decoder(both, m
              line("text-start", {"id": "t"}), text_delta("t", "!"), line("text-end", {"type": "text-end", "id": "t"})]
     data = b"".join(ln + b"\n" for ln in lines)
     seen = []
-    base = type(both[0].Accumulator()).__mro__[1]          # the same base class on both paths
-    other = base._other
-    monkeypatch.setattr(base, "_other", lambda self, c: (seen.append(type(c).__struct_config__.tag), other(self, c))[1])
+    for api in both:                     # (each path's base class: _accumc's, then _accum's)
+        base = api.Accumulator.__mro__[1]
+        monkeypatch.setattr(base, "_other", lambda self, c, other=base._other: (
+            seen.append(type(c).__struct_config__.tag), other(self, c))[1])
     for api in both:
         acc = api.Accumulator("ndjson")
         acc.feed(data)
@@ -681,7 +682,7 @@ def test_deltas_with_unknown_keys_are_accumulated(codec):
 def test_the_class_kind_cache_of_add_refills_after_it_is_cleared(codec, monkeypatch):
     """add() caches what to do per chunk class (subclasses made for unknown keys included); the
     cache is cleared when full, and the chunks after that are still accumulated."""
-    from chunkcodec import _accum
+    _accum = sys.modules[codec.Accumulator.__mro__[1].__module__]     # _accumc on the native path
     monkeypatch.setattr(_accum, "_KINDS_MAX", 5)
     monkeypatch.setattr(_accum, "_KINDS", dict(_accum._KINDS))
     lines = [line("text-delta", {"id": "t", "text": f"{i}", f"k{i}": i}) for i in range(8)]
@@ -772,3 +773,38 @@ def test_finish_frames_read_in_c_equal_the_light_decoder(both):
             assert not (was_taken and want is None), f
             counts[was_taken] += 1
     assert min(counts) > 100, counts      # both ways were exercised
+
+
+def test_the_native_path_runs_the_compiled_accumulator_and_the_reference_path_the_plain_one():
+    """_accum.py is the reference path's accumulator as it is and, compiled with _accumc.pxd, the
+    native path's: a build that dropped the .pxd (plain Python attributes) or the compiled copy
+    would still pass every other test, only slower."""
+    import chunkcodec._accum as plain
+    from chunkcodec import _reference
+    native = pytest.importorskip("chunkcodec._core", reason="no native extension").AccumulatorBase
+    assert _reference.AccumulatorBase is plain.AccumulatorBase and plain.__file__.endswith(".py")
+    compiled = sys.modules[native.__module__]
+    assert compiled.__name__ == "chunkcodec._accumc" and not compiled.__file__.endswith(".py")
+    for cls in ("_Part", "_ToolArgs", "_Step", "_Run"):
+        # a cdef class field is a getset descriptor; a __slots__ entry a member descriptor
+        assert type(vars(getattr(compiled, cls))["buf" if cls in ("_Part", "_ToolArgs") else "steps" if cls == "_Run"
+                                                  else "usage"]).__name__ == "getset_descriptor", cls
+        assert type(vars(getattr(plain, cls))["__slots__"]) is tuple
+
+
+def test_the_pxd_declares_exactly_the_slots_of_the_compiled_classes():
+    """_accumc.pxd types the classes of _accum.py: an attribute in a class's __slots__ that the
+    .pxd lacks is an AttributeError on the native path alone, at the first run that sets it."""
+    import ast
+    import re
+    src = pathlib.Path(__file__).parents[1] / "src" / "chunkcodec"
+    pxd = (src / "_accumc.pxd").read_text()
+    classes = {node.name: node for node in ast.parse((src / "_accum.py").read_text()).body
+               if isinstance(node, ast.ClassDef)}
+    declared = re.findall(r"^cdef class (\w+):\n((?:    .*\n)+)", pxd, re.M)
+    assert [name for name, _ in declared] == ["_Part", "_ToolArgs", "_Step", "_Run"]
+    for name, body in declared:
+        fields = {f for line in body.splitlines() for f in re.split(r",\s*", line.split(None, 3)[3])}
+        slots = next(ast.literal_eval(st.value) for st in classes[name].body
+                     if isinstance(st, ast.Assign) and st.targets[0].id == "__slots__")
+        assert fields == set(slots), name

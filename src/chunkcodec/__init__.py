@@ -9,7 +9,7 @@ from __future__ import annotations
 import os as _os
 
 from . import _reference
-from ._accum import PartialJSON, RunOutput, StepResult
+from ._results import PartialJSON, RunOutput, StepResult
 from ._api import Api as _Api
 from ._model import AnyChunk, forget_raw
 from .chunks import *  # noqa: F401,F403

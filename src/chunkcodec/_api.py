@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from typing import Any, AsyncIterator, Iterable, Iterator
 
-from ._accum import AccumulatorBase, RunOutput
+from ._results import RunOutput
 from .chunks import BaseChunk
 from .errors import DecodeError
 
@@ -73,9 +73,10 @@ class Api:
         self.Encoder = impl.Encoder
         self.decode = impl.decode
         self.loads = impl.loads
-        self.Accumulator = type("Accumulator", (AccumulatorBase,), {
+        # (each implementation has its accumulator: _accum as it is, or its compiled copy _accumc)
+        self.Accumulator = type("Accumulator", (impl.AccumulatorBase,), {
             "_Buf": impl.DeltaBuf, "_impl": impl, "__module__": "chunkcodec",
-            "__doc__": AccumulatorBase.__doc__})
+            "__doc__": impl.AccumulatorBase.__doc__})
 
     def _iter(self, source: Any, framing: str, mode: str, **opts: Any) -> Iterator[Any]:
         dec = self.impl.StreamDecoder(framing, _as_dicts=mode == "dicts", _as_frames=mode == "frames", **opts)

@@ -5,6 +5,8 @@ from typing import Any, Iterable
 DEFAULT_MAX_FRAME_BYTES: int
 FRAMINGS: dict[str, int]
 
+AccumulatorBase: type
+
 class RawSpan:
     def __len__(self) -> int: ...
     def __bytes__(self) -> bytes: ...

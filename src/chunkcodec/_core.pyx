@@ -23,7 +23,9 @@ import weakref
 
 import msgspec
 
-from chunkcodec import _accum, _jsonout, _model
+from chunkcodec import _jsonout, _model
+# the accumulator's compiled copy (see _accum.py's docstring); the reference path has _accum itself
+from chunkcodec import _accumc as _accum
 from chunkcodec import chunks as _chunks
 from chunkcodec.errors import DecodeError, InvalidFrame, as_truncated, frame_too_large
 
@@ -218,6 +220,9 @@ cdef inline object _make_str(const cc_str_t* s):
 cdef inline void _set_raw(object chunk, object raw) except *:
     PyObject_GenericSetDict(chunk, {"_raw": raw}, NULL)
 
+
+#: The accumulator the native path builds Accumulator on.
+AccumulatorBase = _accum.AccumulatorBase
 
 cdef object _decode_finish_light = _accum.decode_finish_light
 cdef object _light_fields = _accum.light_fields

@@ -520,6 +520,9 @@ class Encoder:
         return _DONE[self._fr]
 
 
+#: The accumulator the reference path builds Accumulator on: _accum as it is, plain Python.
+AccumulatorBase = _accum.AccumulatorBase
+
 
 class DeltaBuf:
     """A growing UTF-8 buffer an Accumulator appends deltas to; ``owner`` is the part writing at
