@@ -2,12 +2,18 @@
 # native path's accumulator; see CMakeLists.txt).  Cython's pure-Python mode: this file types the
 # classes of the .py of the same name, which stays plain Python for the reference path.  Every
 # attribute in a class's __slots__ must be declared here (a missing one is an AttributeError at
-# run time, on the native path only: the tests run both paths).
+# run time, on the native path only: the tests run both paths).  Containers are typed as what
+# __init__ makes them (list, dict, set), which lets Cython call their methods directly.
+
+cimport cython
 
 cdef class _Part:
-    cdef public object kind, id, buf, segs, pm
+    cdef public object kind, id, buf, pm
+    cdef public list segs
     cdef public Py_ssize_t tail
     cdef public bint redacted, listed
+    cpdef seal(self)
+    cpdef take(self)
 
 cdef class _ToolArgs:
     cdef public object id, name, buf, start, parser
@@ -15,13 +21,30 @@ cdef class _ToolArgs:
 
 cdef class _Step:
     cdef public Py_ssize_t index, t0, r0, t1, r1
-    cdef public object tool_call_ids, tool_result_ids, sources, files, warnings, reason, usage, pm
-    cdef public object resp_id, model_id
+    cdef public list tool_call_ids, tool_result_ids, sources, files, warnings
+    cdef public dict usage
+    cdef public object reason, pm, resp_id, model_id
 
 cdef class _Run:
-    cdef public object new_buf, all_tool_args, run_id, from_, text, rbuf, open_text, open_reasoning
-    cdef public object text_pm, reasoning, seq, steps, cur, tool_calls, tool_args, tool_results
-    cdef public object tool_errors, sources, files, u, u_dead, u_raw, finish_usage, finish_reason
-    cdef public object terminal, status, error, tripwire, object, suspend_payload, pm
+    cdef public object new_buf, all_tool_args, run_id, from_, text, rbuf, cur, u_raw, finish_usage
+    cdef public object finish_reason, terminal, status, error, tripwire, object, suspend_payload, pm
+    cdef public dict open_text, open_reasoning, text_pm, tool_calls, tool_args, u
+    cdef public list reasoning, seq, steps, tool_results, tool_errors, sources, files
+    cdef public set u_dead
     cdef public bint saw_reasoning, any_tool, finished
     cdef public Py_ssize_t u_steps
+    cpdef _Step step(self)
+    cpdef step_start(self, warnings)
+    @cython.locals(st=_Step)
+    cpdef step_finish(self, reason, warnings, usage, resp_id, model_id, pm)
+    cpdef _add_usage(self, dict usage)
+    cpdef finish_frame(self, bint step, tuple f)
+    cpdef finish(self, reason, usage, pm)
+    @cython.locals(part=_Part)
+    cpdef _Part text_part(self, id_, pm)
+    @cython.locals(part=_Part)
+    cpdef end_text(self, id_, pm)
+    @cython.locals(st=_Step)
+    cpdef tool_call(self, chunk, call_id)
+    @cython.locals(ta=_ToolArgs)
+    cpdef _ToolArgs tool_args_for(self, call_id, name, start)
