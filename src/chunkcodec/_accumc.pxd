@@ -14,6 +14,7 @@ cdef class _Part:
     cdef public bint redacted, listed
     cpdef seal(self)
     cpdef take(self)
+    cpdef str text(self, dec=*)
 
 cdef class _ToolArgs:
     cdef public object id, name, buf, start, parser
@@ -48,3 +49,13 @@ cdef class _Run:
     cpdef tool_call(self, chunk, call_id)
     @cython.locals(ta=_ToolArgs)
     cpdef _ToolArgs tool_args_for(self, call_id, name, start)
+    @cython.locals(part=_Part)
+    cpdef _Part reasoning_part(self, id_, pm, bint start)
+    @cython.locals(part=_Part)
+    cpdef _Part reasoning_delta(self, id_, pm)
+    cpdef terminate(self, kind, status, reason)
+    cpdef release(self)
+    cpdef dict usage(self)
+    cpdef dict total_usage(self, usage=*)
+    @cython.locals(st=_Step, last=_Step)
+    cpdef result(self)
