@@ -781,15 +781,14 @@ def test_the_native_path_runs_the_compiled_accumulator_and_the_reference_path_th
     would still pass every other test, only slower."""
     import chunkcodec._accum as plain
     from chunkcodec import _reference
-    native = pytest.importorskip("chunkcodec._core", reason="no native extension").AccumulatorBase
+    from conftest import _native
     assert _reference.AccumulatorBase is plain.AccumulatorBase and plain.__file__.endswith(".py")
-    compiled = sys.modules[native.__module__]
+    compiled = sys.modules[_native().AccumulatorBase.__module__]
     assert compiled.__name__ == "chunkcodec._accumc" and not compiled.__file__.endswith(".py")
-    for cls in ("_Part", "_ToolArgs", "_Step", "_Run"):
-        # a cdef class field is a getset descriptor; a __slots__ entry a member descriptor
-        assert type(vars(getattr(compiled, cls))["buf" if cls in ("_Part", "_ToolArgs") else "steps" if cls == "_Run"
-                                                  else "usage"]).__name__ == "getset_descriptor", cls
-        assert type(vars(getattr(plain, cls))["__slots__"]) is tuple
+    # a field of a cdef class is a getset descriptor; an entry of __slots__ a member descriptor
+    for cls, field in (("_Part", "buf"), ("_ToolArgs", "buf"), ("_Step", "usage"), ("_Run", "steps")):
+        assert type(vars(getattr(compiled, cls))[field]).__name__ == "getset_descriptor", cls
+        assert type(vars(getattr(plain, cls))[field]).__name__ == "member_descriptor", cls
 
 
 def test_the_pxd_declares_exactly_the_slots_of_the_compiled_classes():
