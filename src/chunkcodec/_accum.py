@@ -3,7 +3,7 @@
 One source for both paths.  The reference path imports this module as it is.  The native path
 runs the same source compiled by Cython as ``chunkcodec._accumc`` (CMakeLists.txt), where
 ``_accumc.pxd`` makes the per-run classes (``_Part``, ``_ToolArgs``, ``_Step``, ``_Run``) cdef
-classes with typed fields and their hot methods cpdef: the same rules, 13-20 % fewer instructions
+classes with typed fields and their hot methods cpdef: the same rules, 14-21 % fewer instructions
 (README, "How it is built").  What else differs is
 only how delta text reaches the buffers: the reference path (and ``Accumulator.add``) appends
 ``str.encode()``d text; the native ``feed`` unescapes delta frames in C straight into the same
