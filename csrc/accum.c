@@ -11,16 +11,8 @@
 _Static_assert((int)CC_ACC_TEXT_START == (int)FAST_TEXT_START && (int)CC_ACC_TEXT_END == (int)FAST_TEXT_END,
                "the frame kinds of accum.h and fast_delta.h");
 
-int cc_dbuf_append(cc_dbuf *b, const cc_str_t *s) {
-    size_t n = (size_t)*b->len;
-    if (b->p == NULL || b->cap - n < s->len) return 0;
-    n += cc_str_decode_utf8(s, b->p + n);
-    b->p[n] = 0;
-    *b->len = (ptrdiff_t)n;
-    return 1;
-}
-
-/* cc_dbuf_append for the delta loop: an unescaped text (most of them) is copied inline. */
+/* Append a scanned string, unescaped, to b (0: no room).  An unescaped text, most deltas, is
+ * copied inline: the delta loop calls this directly. */
 CC_INLINE int dbuf_append(cc_dbuf *b, const char *p, size_t len, int escaped) {
     size_t n = (size_t)*b->len;
     if (b->p == NULL || b->cap - n < len) return 0;
@@ -37,6 +29,10 @@ CC_INLINE int dbuf_append(cc_dbuf *b, const char *p, size_t len, int escaped) {
     b->p[n] = 0;
     *b->len = (ptrdiff_t)n;
     return 1;
+}
+
+int cc_dbuf_append(cc_dbuf *b, const cc_str_t *s) {
+    return dbuf_append(b, s->p, s->len, (s->flags & CC_STR_ESCAPED) != 0);
 }
 
 /* The last (up to) 8 bytes of a string: where UUIDs and numbered ids differ. */
