@@ -146,6 +146,28 @@ def test_tool_arguments_streamed_parsed_at_end_and_later_call_authoritative(code
     assert [c.payload.args for c in r.tool_calls] == [{"city": "Lyon"}]
 
 
+def test_the_call_made_at_input_end_is_the_call_as_it_stood_then(codec):
+    """The tool-call Mastra makes at tool-call-input-streaming-end is built only when a result
+    needs it (a tool-call chunk nearly always replaces it): it still has the arguments, name and
+    start payload of that moment, whatever arrives for the call id later."""
+    tc = "c"
+    lines = [line("tool-call-input-streaming-start", {"toolCallId": tc, "toolName": "w", "title": "T"}),
+             line("tool-call-delta", {"argsTextDelta": '{"a":1}', "toolCallId": tc}),
+             line("tool-call-input-streaming-end", {"toolCallId": tc}),
+             line("tool-call-delta", {"argsTextDelta": "xx", "toolCallId": tc, "toolName": "later"}),
+             line("tool-call-input-streaming-start", {"toolCallId": tc, "toolName": "w", "title": "U"})]
+    r = ways(codec, lines)
+    assert [msgspec.to_builtins(c)["payload"] for c in r.tool_calls] == [
+        {"toolCallId": tc, "toolName": "w", "args": {"a": 1}, "title": "T"}]
+    assert r.parts[0]["toolInvocation"]["args"] == {"a": 1}
+    # asked for mid-stream, then replaced by the tool-call chunk
+    acc = codec.Accumulator("ndjson")
+    acc.feed(b"".join(ln + b"\n" for ln in lines[:3]))
+    assert acc.result().tool_calls[0].payload.args == {"a": 1}
+    acc.feed(line("tool-call", {"toolCallId": tc, "toolName": "w", "args": {"a": 2}}) + b"\n")
+    assert [c.payload.args for c in acc.result().tool_calls] == [{"a": 2}]
+
+
 @pytest.mark.parametrize("args", ["{oops", '{"a":NaN}', "Infinity", '[-Infinity]', '{"a":1}x', " \t ", "\u00a0{}"])
 def test_unparseable_tool_arguments_fall_back_to_empty_object(codec, args):
     """What JSON.parse refuses, json.loads' NaN and Infinity included."""
@@ -801,7 +823,7 @@ def test_the_pxd_declares_exactly_the_slots_of_the_compiled_classes():
     classes = {node.name: node for node in ast.parse((src / "_accum.py").read_text()).body
                if isinstance(node, ast.ClassDef)}
     declared = re.findall(r"^cdef class (\w+):\n((?:    .*\n)+)", pxd, re.M)   # (fields, then methods)
-    assert [name for name, _ in declared] == ["_Part", "_ToolArgs", "_Step", "_Run"]
+    assert [name for name, _ in declared] == ["_Memo", "_Part", "_ToolArgs", "_PendingCall", "_Step", "_Run"]
     for name, body in declared:
         fields = {f for line in body.splitlines() if line.split()[:2] == ["cdef", "public"]
                   for f in re.split(r",\s*", line.split(None, 3)[3])}

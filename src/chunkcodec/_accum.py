@@ -56,35 +56,37 @@ def _num(x: Any) -> bool:
 _COPY_MAX = 1 << 16
 
 
-def _utf8(buf: bytearray, start: int = 0, end: Optional[int] = None) -> str:
-    stop = len(buf) if end is None else end
-    if stop <= start:
+def _utf8(buf: bytearray, start: int, end: int) -> str:
+    """buf[start:end] as text (end <= len(buf))."""
+    if end <= start:
         return ""
-    if stop - start <= _COPY_MAX:
-        return buf[start:stop].decode("utf-8", "surrogatepass")
+    if end - start <= _COPY_MAX:
+        return buf[start:end].decode("utf-8", "surrogatepass")
     with memoryview(buf) as view:       # a memoryview slice copies nothing
-        return str(view[start:stop], "utf-8", "surrogatepass")
+        return str(view[start:end], "utf-8", "surrogatepass")
 
 
-def _memo_decoder() -> Any:
-    """_utf8 for one result(): each byte range of a buffer is decoded once (a run's text, its
-    steps' texts and its parts' texts are mostly the same ranges).  end None or past the
-    buffer: to its end."""
-    memo: Dict[tuple, str] = {}
+class _Memo:
+    """The decoder of one result(): each byte range of a buffer is decoded once (a run's text,
+    its steps' texts and its parts' texts are mostly the same ranges)."""
 
-    def dec(buf: bytearray, start: int = 0, end: Optional[int] = None) -> str:
+    __slots__ = ("memo",)
+
+    def __init__(self) -> None:
+        self.memo: Dict[tuple, str] = {}
+
+    def get(self, buf: bytearray, start: int = 0, end: int = -1) -> str:
+        """buf[start:end] as text; end -1 or past the buffer: to its end."""
         n = len(buf)
-        if end is None or end > n:
+        if end < 0 or end > n:
             end = n
         if end <= start:
             return ""
         key = (id(buf), start, end)
-        s = memo.get(key)
+        s = self.memo.get(key)
         if s is None:
-            s = memo[key] = _utf8(buf, start, end)
+            s = self.memo[key] = _utf8(buf, start, end)
         return s
-
-    return dec
 
 
 # --------------------------------------------------------------------------------------------
@@ -124,15 +126,15 @@ class _Part:
         self.buf.owner = self
         self.tail = len(self.buf.data)
 
-    def text(self, dec: Any = _utf8) -> str:
+    def text(self, dec: _Memo) -> str:
         data, segs = self.buf.data, self.segs
         if not segs:                   # (the usual part: one range, still open or sealed)
-            return dec(data, self.tail) if self.tail >= 0 else ""
+            return dec.get(data, self.tail) if self.tail >= 0 else ""
         if len(segs) == 1 and self.tail < 0:
-            return dec(data, segs[0][0], segs[0][1])
-        out = [dec(data, a, b) for a, b in segs]
+            return dec.get(data, segs[0][0], segs[0][1])
+        out = [dec.get(data, a, b) for a, b in segs]
         if self.tail >= 0:
-            out.append(dec(data, self.tail))
+            out.append(dec.get(data, self.tail))
         return "".join(out)
 
 
@@ -146,6 +148,32 @@ class _ToolArgs:
         self.start = start      # the tool-call-input-streaming-start payload (or None)
         self.parser: Optional[PartialJSON] = None
         self.fed = 0            # bytes of buf the parser has seen
+
+
+class _PendingCall:
+    """The tool-call Mastra makes at tool-call-input-streaming-end, until a tool-call chunk takes
+    its place (as one nearly always does): what it is made from, as it stood then.  make() builds
+    it, when a result() needs it."""
+
+    __slots__ = ("ta", "end", "name", "start")
+
+    def __init__(self, ta: _ToolArgs) -> None:
+        self.ta = ta
+        self.end = len(ta.buf.data)      # (argument deltas arriving later are not its own)
+        self.name = ta.name
+        self.start = ta.start
+
+    def make(self, run: "_Run") -> Any:
+        kw: Dict[str, Any] = {"toolCallId": self.ta.id, "toolName": self.name or "",
+                              "args": parse_args(_utf8(self.ta.buf.data, 0, self.end))}
+        s = self.start
+        if s is not None:
+            for k in ("providerExecuted", "providerMetadata", "dynamic", "title"):
+                val = getattr(s, k, UNSET)
+                if val is not UNSET:
+                    kw[k] = val
+        return _c.ToolCall(runId=run.run_id if run.run_id is not None else UNSET, from_=run.from_,
+                           payload=_c.ToolCallPayload(**kw))
 
 
 class _Step:
@@ -169,7 +197,7 @@ class _Step:
 
 class _Run:
     __slots__ = ("new_buf", "all_tool_args", "run_id", "from_", "text", "rbuf", "open_text", "open_reasoning",
-                 "text_pm", "reasoning", "saw_reasoning", "seq", "steps", "cur", "tool_calls", "tool_args",
+                 "text_pm", "reasoning", "saw_reasoning", "seq", "steps", "cur", "tool_calls", "pending", "tool_args",
                  "tool_results", "tool_errors", "sources", "files", "any_tool", "u", "u_dead", "u_raw",
                  "u_steps", "finish_usage", "finish_reason", "terminal", "status", "finished", "error",
                  "tripwire", "object", "suspend_payload", "pm")
@@ -191,7 +219,8 @@ class _Run:
         self.seq: list = []            # message parts in stream order: (kind, value)
         self.steps: List[_Step] = []
         self.cur: Optional[_Step] = None
-        self.tool_calls: Dict[str, Any] = {}
+        self.tool_calls: Dict[str, Any] = {}   # toolCallId -> the chunk, or a _PendingCall
+        self.pending = False                   # tool_calls holds a _PendingCall
         self.tool_args: Dict[str, _ToolArgs] = {}
         self.tool_results: list = []
         self.tool_errors: list = []
@@ -398,24 +427,34 @@ class _Run:
             st.tool_call_ids.append(call_id)
         self.any_tool = True
 
+    def calls(self) -> Dict[str, Any]:
+        """tool_calls, with the pending calls made."""
+        calls = self.tool_calls
+        if self.pending:
+            for k, c in list(calls.items()):
+                if type(c) is _PendingCall:
+                    calls[k] = c.make(self)
+            self.pending = False
+        return calls
+
     # -- output ------------------------------------------------------------------------------
     def result(self) -> RunOutput:
         # (called once per run by accumulate(): written for speed)
         done = self.steps
         last = self.cur if self.cur is not None else (done[-1] if done else None)
-        dec = _memo_decoder()
+        dec = _Memo()
         tdata, rdata = self.text.data, self.rbuf.data
         if self.any_tool and last is not None:
-            text = dec(tdata, last.t0, None if last.t1 < 0 else last.t1)
+            text = dec.get(tdata, last.t0, last.t1)
         else:
-            text = dec(tdata)
+            text = dec.get(tdata)
         steps = []
-        calls, results = self.tool_calls, self.tool_results
+        calls, results = self.calls(), self.tool_results
         for st in done:
             ids, rids = st.tool_call_ids, st.tool_result_ids
             steps.append(StepResult(
                 step_type="initial" if st.index == 0 else "tool-result",
-                text=dec(tdata, st.t0, st.t1), reasoning_text=dec(rdata, st.r0, st.r1),
+                text=dec.get(tdata, st.t0, st.t1), reasoning_text=dec.get(rdata, st.r0, st.r1),
                 finish_reason=st.reason, usage=st.usage,
                 tool_calls=[calls[i] for i in ids if i in calls] if ids else [],
                 tool_results=[c for c in results if _call_id(c) in rids] if rids else [],
@@ -424,7 +463,7 @@ class _Run:
         usage = self.usage()
         return RunOutput(
             run_id=self.run_id, text=text,
-            reasoning_text=dec(rdata) if self.saw_reasoning else None,
+            reasoning_text=dec.get(rdata) if self.saw_reasoning else None,
             reasoning=[self._reasoning_entry(p, dec) for p in self.reasoning] if self.reasoning else [],
             tool_calls=list(calls.values()), tool_results=results[:], tool_errors=self.tool_errors[:],
             usage=usage, total_usage=self.total_usage(usage), finish_reason=self.finish_reason,
@@ -433,7 +472,7 @@ class _Run:
             error=self.error, tripwire=self.tripwire, status=self.status,
             suspend_payload=self.suspend_payload, parts=self._parts(dec), invalid_frames=[])
 
-    def _reasoning_entry(self, p: _Part, dec: Any) -> dict:
+    def _reasoning_entry(self, p: _Part, dec: _Memo) -> dict:
         payload: Dict[str, Any] = {"id": p.id}
         if p.pm is not UNSET and p.pm is not None:
             payload["providerMetadata"] = p.pm
@@ -445,7 +484,7 @@ class _Run:
         d["payload"] = payload
         return d
 
-    def _parts(self, dec: Any) -> List[dict]:
+    def _parts(self, dec: _Memo) -> List[dict]:
         """The parts of the message Mastra persists (``buildMessagesFromChunks``)."""
         results = {}
         for c in self.tool_results:
@@ -858,7 +897,8 @@ class AccumulatorBase:
     def _on_tool_input_end(self, run: _Run, chunk: Any, p: Any) -> None:
         ta = run.tool_args.get(p.toolCallId)
         if ta is not None and p.toolCallId not in run.tool_calls:
-            run.tool_call(self._synthetic_call(run, ta), p.toolCallId)
+            run.tool_call(_PendingCall(ta), p.toolCallId)
+            run.pending = True
 
     def _on_tool_call(self, run: _Run, chunk: Any, p: Any) -> None:
         run.tool_call(chunk, p.toolCallId)
@@ -904,19 +944,6 @@ class AccumulatorBase:
     def _on_suspended(self, run: _Run, chunk: Any, p: Any) -> None:
         run.suspend_payload = msgspec.to_builtins(p) if isinstance(p, msgspec.Struct) else p
         run.terminate("suspended", "suspended", "suspended")
-
-    def _synthetic_call(self, run: _Run, ta: _ToolArgs) -> Any:
-        """The tool-call Mastra emits at tool-call-input-streaming-end."""
-        kw: Dict[str, Any] = {"toolCallId": ta.id, "toolName": ta.name or "",
-                              "args": parse_args(_utf8(ta.buf.data))}
-        s = ta.start
-        if s is not None:
-            for k in ("providerExecuted", "providerMetadata", "dynamic", "title"):
-                val = getattr(s, k, UNSET)
-                if val is not UNSET:
-                    kw[k] = val
-        return _c.ToolCall(runId=run.run_id if run.run_id is not None else UNSET, from_=run.from_,
-                           payload=_c.ToolCallPayload(**kw))
 
     def _nested(self, parent: _Run, out: Any) -> None:
         """A sub-agent's chunk carried in tool-output belongs to its own run, not the parent's."""

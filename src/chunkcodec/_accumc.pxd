@@ -7,6 +7,12 @@
 
 cimport cython
 
+cpdef str _utf8(bytearray buf, Py_ssize_t start, Py_ssize_t end)
+
+cdef class _Memo:
+    cdef public dict memo
+    cpdef str get(self, bytearray buf, Py_ssize_t start=*, Py_ssize_t end=*)
+
 cdef class _Part:
     cdef public object kind, id, buf, pm
     cdef public list segs
@@ -14,11 +20,15 @@ cdef class _Part:
     cdef public bint redacted, listed
     cpdef seal(self)
     cpdef take(self)
-    cpdef str text(self, dec=*)
+    cpdef str text(self, _Memo dec)
 
 cdef class _ToolArgs:
     cdef public object id, name, buf, start, parser
     cdef public Py_ssize_t fed
+
+cdef class _PendingCall:
+    cdef public object ta, name, start
+    cdef public Py_ssize_t end
 
 cdef class _Step:
     cdef public Py_ssize_t index, t0, r0, t1, r1
@@ -32,7 +42,7 @@ cdef class _Run:
     cdef public dict open_text, open_reasoning, text_pm, tool_calls, tool_args, u
     cdef public list reasoning, seq, steps, tool_results, tool_errors, sources, files
     cdef public set u_dead
-    cdef public bint saw_reasoning, any_tool, finished
+    cdef public bint saw_reasoning, any_tool, finished, pending
     cdef public Py_ssize_t u_steps
     cpdef _Step step(self)
     cpdef step_start(self, warnings)
@@ -55,6 +65,7 @@ cdef class _Run:
     cpdef _Part reasoning_delta(self, id_, pm)
     cpdef terminate(self, kind, status, reason)
     cpdef release(self)
+    cpdef dict calls(self)
     cpdef dict usage(self)
     cpdef dict total_usage(self, usage=*)
     @cython.locals(st=_Step, last=_Step)
