@@ -678,6 +678,24 @@ def _kind_of(t: type) -> Any:
     return kind
 
 
+def _run_of(acc: "AccumulatorBase", run_id: Any, from_: Any) -> _Run:
+    """The run a chunk belongs to (made at its first chunk); one without runId belongs to the
+    current run.  (A function, not a method: on the native path a C call.)"""
+    if run_id is UNSET or run_id is None:
+        run = acc._current
+        if run is None:
+            run = acc._current = acc._runs[None] = _Run(acc, None, from_)
+            acc._main = acc._main or run
+        return run
+    run = acc._runs.get(run_id)
+    if run is None:
+        run = acc._runs[run_id] = _Run(acc, run_id, from_)
+        if acc._main is None or acc._main.run_id is None and not acc._main.seq:
+            acc._main = run
+    acc._current = run
+    return run
+
+
 class AccumulatorBase:
     """Reassembles runs from a stream of chunks.
 
@@ -766,19 +784,19 @@ class AccumulatorBase:
             kind = _kind_of(t)
         if kind is _c.TextDelta:
             p = chunk.payload
-            run = self._run(chunk.runId, chunk.from_)
+            run = _run_of(self, chunk.runId, chunk.from_)
             part = run.text_part(p.id, p.providerMetadata)
             part.buf.append(p.text.encode("utf-8", "surrogatepass"))
         elif kind is _OTHER:
             self._other(chunk)
         elif kind is _c.ReasoningDelta:
             p = chunk.payload
-            run = self._run(chunk.runId, chunk.from_)
+            run = _run_of(self, chunk.runId, chunk.from_)
             part = run.reasoning_delta(p.id, p.providerMetadata)
             part.buf.append(p.text.encode("utf-8", "surrogatepass"))
         elif kind is _c.ToolCallDelta:
             p = chunk.payload
-            run = self._run(chunk.runId, chunk.from_)
+            run = _run_of(self, chunk.runId, chunk.from_)
             ta = run.tool_args_for(p.toolCallId, _v(p.toolName), None)
             ta.buf.append(p.argsTextDelta.encode("utf-8", "surrogatepass"))
         elif kind is InvalidFrame:
@@ -790,7 +808,7 @@ class AccumulatorBase:
     def _route(self, kind: int, run_id: Any, from_: Any, key: Any, name: Any) -> tuple:
         """A delta frame whose (run, id) has no current buffer: do the bookkeeping and return
         (buffer, owner).  kind: 1 text, 2 reasoning, 3 tool call (key: toolCallId)."""
-        run = self._run(run_id, from_)
+        run = _run_of(self, run_id, from_)
         if kind == 1:
             part = run.text_part(key, UNSET)
             return part.buf, part
@@ -803,11 +821,11 @@ class AccumulatorBase:
 
     def _text_start(self, run_id: str, from_: str) -> None:
         """A text-start frame without providerMetadata, read by the native decoder."""
-        self._run(run_id, from_)
+        _run_of(self, run_id, from_)
 
     def _text_end(self, run_id: str, from_: str, id_: str) -> None:
         """A text-end frame without providerMetadata, read by the native decoder."""
-        self._run(run_id, from_).end_text(id_, UNSET)
+        _run_of(self, run_id, from_).end_text(id_, UNSET)
 
     def _light_finish(self, m: Any) -> None:
         """A step-finish/finish frame read with the light decoder."""
@@ -816,32 +834,17 @@ class AccumulatorBase:
     def _finish_read(self, f: tuple) -> None:
         """A step-finish/finish frame, as light_fields gives it (the native decoder reads these
         values in C)."""
-        self._run(f[1], UNSET).finish_frame(f[0], f[2:])
+        _run_of(self, f[1], UNSET).finish_frame(f[0], f[2:])
 
     def _invalid(self, inv: Any) -> None:
         self.invalid_frames.append(inv)
 
     # -- dispatch ------------------------------------------------------------------------------
-    def _run(self, run_id: Any, from_: Any) -> _Run:
-        if run_id is UNSET or run_id is None:
-            run = self._current
-            if run is None:
-                run = self._current = self._runs[None] = _Run(self, None, from_)
-                self._main = self._main or run
-            return run
-        run = self._runs.get(run_id)
-        if run is None:
-            run = self._runs[run_id] = _Run(self, run_id, from_)
-            if self._main is None or self._main.run_id is None and not self._main.seq:
-                self._main = run
-        self._current = run
-        return run
-
     def _other(self, chunk: Any) -> None:
         cls = type(chunk)
         t = _TAGS.get(cls) or getattr(chunk, "type", None) or cls.__struct_config__.tag
         run_id = getattr(chunk, "runId", UNSET)
-        run = self._run(run_id, getattr(chunk, "from_", UNSET))
+        run = _run_of(self, run_id, getattr(chunk, "from_", UNSET))
         handle = _HANDLERS.get(t)
         if handle is not None:
             handle(self, run, chunk, getattr(chunk, "payload", UNSET))

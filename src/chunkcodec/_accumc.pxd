@@ -70,3 +70,6 @@ cdef class _Run:
     cpdef dict total_usage(self, usage=*)
     @cython.locals(st=_Step, last=_Step)
     cpdef result(self)
+
+@cython.locals(run=_Run)
+cdef _Run _run_of(acc, run_id, from_)
