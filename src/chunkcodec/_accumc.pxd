@@ -1,9 +1,10 @@
-# The per-run classes of _accum.py as cdef classes, for its compiled copy chunkcodec._accumc (the
-# native path's accumulator; see CMakeLists.txt).  Cython's pure-Python mode: this file types the
-# classes of the .py of the same name, which stays plain Python for the reference path.  Every
-# attribute in a class's __slots__ must be declared here (a missing one is an AttributeError at
-# run time, on the native path only: the tests run both paths).  Containers are typed as what
-# __init__ makes them (list, dict, set), which lets Cython call their methods directly.
+# The per-run classes of _accum.py (and the per-result _Memo) as cdef classes, for its compiled
+# copy chunkcodec._accumc (the native path's accumulator; see CMakeLists.txt).  Cython's
+# pure-Python mode: this file types the classes of the .py of the same name, which stays plain
+# Python for the reference path.  Every attribute in a class's __slots__ must be declared here (a
+# missing one is an AttributeError at run time, on the native path only: the tests run both
+# paths).  Containers are typed as what __init__ makes them (list, dict, set), which lets Cython
+# call their methods directly.
 
 cimport cython
 
