@@ -372,6 +372,15 @@ cdef class DeltaBuf:
         return 0
 
 
+cdef inline int _extend(bytearray ba, const char* src, Py_ssize_t n) except -1:
+    """ba += src[:n], copied once (a slice of the piece first would copy it twice)."""
+    cdef Py_ssize_t size = PyByteArray_GET_SIZE(ba)
+    if n > 0:
+        PyByteArray_Resize(ba, size + n)
+        memcpy(PyByteArray_AS_STRING(ba) + size, src, <size_t>n)
+    return 0
+
+
 cdef class StreamDecoder:
     """Incremental decoder: ``feed(data) -> list of chunks``, ``close() -> list``.
 
@@ -479,7 +488,7 @@ cdef class StreamDecoder:
     cdef _feed(self, bytes b, Py_ssize_t off, long long base, list out):
         cdef const char* p = PyBytes_AS_STRING(b)
         cdef Py_ssize_t n = PyBytes_GET_SIZE(b)
-        cdef Py_ssize_t end, consumed
+        cdef Py_ssize_t end, consumed, k
         cdef size_t skip = 0
         cdef int fr
         cdef const void* rs
@@ -555,18 +564,21 @@ cdef class StreamDecoder:
             tail = bytes(self._pending[-2:])
             end = cc_frame_find_end(self._framing, PyBytes_AS_STRING(tail), PyBytes_GET_SIZE(tail), p + off, n - off)
             if end < 0:
-                self._pending += b[off:] if off else b
+                _extend(self._pending, p + off, n - off)
                 self._check_pending()
                 return
-            # The one frame that spans pieces: the only one that is copied.
-            buf = bytes(self._pending) + b[off:off + end]
+            # The one frame that spans pieces: the only one that is copied (once, into place).
+            k = PyByteArray_GET_SIZE(self._pending)
+            buf = PyBytes_FromStringAndSize(NULL, k + end)
+            memcpy(PyBytes_AS_STRING(buf), PyByteArray_AS_STRING(self._pending), k)
+            memcpy(PyBytes_AS_STRING(buf) + k, p + off, end)
             self._pending = bytearray()
             self._process(buf, 0, self._pending_pos, 0, out)
             off += end
             base += end
         consumed = self._process(b, off, base, 0, out)
         if off + consumed < n:
-            self._pending += b[off + consumed:]
+            _extend(self._pending, p + off + consumed, n - off - consumed)
             self._pending_pos = base + consumed
             self._check_pending()
 
