@@ -76,6 +76,18 @@ cdef tuple _KW_PAYLOAD = ("payload",)
 cdef tuple _KW_ID_TEXT = ("id", "text")
 cdef tuple _KW_TOOL3 = ("argsTextDelta", "toolCallId", "toolName")
 cdef object _decode_frame = _model.decode_frame
+cdef object _typed_decode = _model._typed.decode    # what _decode_frame tries first
+cdef tuple _TYPED_MISS = (msgspec.MsgspecError, UnicodeDecodeError, RecursionError)
+
+
+cdef inline object _decode_typed(object span, long long idx, long long pos):
+    """_decode_frame(span, idx, pos) without a Python call for the usual frame: the typed
+    decoder straight away; a frame it refuses (unknown keys, what only json.loads takes, an
+    error) goes the whole way, which decodes it or raises the DecodeError."""
+    try:
+        return _typed_decode(span)
+    except _TYPED_MISS:
+        return _decode_frame(span, idx, pos)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -692,7 +704,7 @@ cdef class StreamDecoder:
             if self._dicts:
                 out.append(_loads_frame(span, idx, pos))
             else:
-                chunk = _decode_frame(span, idx, pos)
+                chunk = _decode_typed(span, idx, pos)
                 _set_raw(chunk, span)
                 out.append(chunk)
         except DecodeError as exc:
@@ -719,7 +731,7 @@ cdef class StreamDecoder:
                         self._sink._finish_read(fields)
                         return
         try:
-            chunk = _decode_frame(span, idx, pos)
+            chunk = _decode_typed(span, idx, pos)
         except DecodeError as exc:
             if not self._keep:
                 raise
