@@ -608,8 +608,8 @@ def test_delta_loops_give_the_same_with_and_without_avx2(both, tmp_path):
 
 
 def test_native_reads_plain_deltas_and_text_brackets_without_the_decoder(both, monkeypatch):
-    """Mastra's plain text-delta/text-start/text-end frames never reach the general path on the
-    native side (the C loop takes or reads them); the same log on the reference path does."""
+    """Mastra's plain text-delta/text-start/text-end frames never reach the general path (add) on
+    the native side (the C loop takes or reads them); the same log on the reference path does."""
     lines = [line("start", {"id": "agent"}), line("text-start", {"id": "t"}), text_delta("t", "Hé"),
              text_delta("t", "llo"), line("text-end", {"type": "text-end", "id": "t"}),
              line("text-start", {"id": "t"}), text_delta("t", "!"), line("text-end", {"type": "text-end", "id": "t"})]
@@ -617,15 +617,16 @@ def test_native_reads_plain_deltas_and_text_brackets_without_the_decoder(both, m
     seen = []
     for api in both:                     # (each path's base class: _accumc's, then _accum's)
         base = api.Accumulator.__mro__[1]
-        monkeypatch.setattr(base, "_other", lambda self, c, other=base._other: (
-            seen.append(type(c).__struct_config__.tag), other(self, c))[1])
+        monkeypatch.setattr(base, "add", lambda self, c, add=base.add: (
+            seen.append(type(c).__struct_config__.tag), add(self, c))[1])
     for api in both:
         acc = api.Accumulator("ndjson")
         acc.feed(data)
         acc.close()
         assert acc.result().text == "Héllo!" and [p["text"] for p in acc.result().parts] == ["Héllo", "!"]
         seen.append("|")
-    assert seen == ["start", "|", "start", "text-start", "text-end", "text-start", "text-end", "|"]
+    assert seen == ["start", "|", "start", "text-start", "text-delta", "text-delta", "text-end",
+                    "text-start", "text-delta", "text-end", "|"]
 
 
 def test_long_text_grows_the_buffer_past_doubling_with_views_held(codec):

@@ -697,6 +697,21 @@ def _run_of(acc: "AccumulatorBase", run_id: Any, from_: Any) -> _Run:
     return run
 
 
+def _other(acc: "AccumulatorBase", chunk: Any) -> None:
+    """A chunk other than a delta: to its handler (_HANDLERS, by tag), with its run.  (A
+    function, not a method: on the native path a C call.)"""
+    cls = type(chunk)
+    tag = _TAGS.get(cls)         # (the classes with a fixed tag: no DataChunk among them)
+    t = tag or getattr(chunk, "type", None) or cls.__struct_config__.tag
+    run = _run_of(acc, getattr(chunk, "runId", UNSET), getattr(chunk, "from_", UNSET))
+    handle = _HANDLERS.get(t)
+    if handle is not None:
+        handle(acc, run, chunk, getattr(chunk, "payload", UNSET))
+    elif tag is None and isinstance(chunk, _c.DataChunk):
+        if chunk.transient is not True:
+            run.seq.append(("data", chunk))
+
+
 class AccumulatorBase:
     """Reassembles runs from a stream of chunks.
 
@@ -789,7 +804,7 @@ class AccumulatorBase:
             part = run.text_part(p.id, p.providerMetadata)
             part.buf.append(p.text.encode("utf-8", "surrogatepass"))
         elif kind is _OTHER:
-            self._other(chunk)
+            _other(self, chunk)
         elif kind is _c.ReasoningDelta:
             p = chunk.payload
             run = _run_of(self, chunk.runId, chunk.from_)
@@ -839,19 +854,6 @@ class AccumulatorBase:
 
     def _invalid(self, inv: Any) -> None:
         self.invalid_frames.append(inv)
-
-    # -- dispatch ------------------------------------------------------------------------------
-    def _other(self, chunk: Any) -> None:
-        cls = type(chunk)
-        t = _TAGS.get(cls) or getattr(chunk, "type", None) or cls.__struct_config__.tag
-        run_id = getattr(chunk, "runId", UNSET)
-        run = _run_of(self, run_id, getattr(chunk, "from_", UNSET))
-        handle = _HANDLERS.get(t)
-        if handle is not None:
-            handle(self, run, chunk, getattr(chunk, "payload", UNSET))
-        elif isinstance(chunk, _c.DataChunk):
-            if chunk.transient is not True:
-                run.seq.append(("data", chunk))
 
     # -- one handler per chunk type (_HANDLERS): (run, chunk, payload) ---------------------------
     def _on_text_start(self, run: _Run, chunk: Any, p: Any) -> None:

@@ -74,3 +74,6 @@ cdef class _Run:
 
 @cython.locals(run=_Run)
 cdef _Run _run_of(acc, run_id, from_)
+
+@cython.locals(run=_Run)
+cdef _other(acc, chunk)
