@@ -5,11 +5,12 @@ runs the same source compiled by Cython as ``chunkcodec._accumc`` (CMakeLists.tx
 ``_accumc.pxd`` makes the per-run classes (``_Part``, ``_ToolArgs``, ``_PendingCall``, ``_Step``,
 ``_Run``) and the per-result ``_Memo`` cdef classes with typed fields and their hot methods cpdef,
 and ``_run_of`` and ``_other`` C functions: the same rules, 14-21 % fewer instructions (README,
-"How it is built").  What else differs is only how delta text reaches the buffers: the
-reference path (and ``Accumulator.add``) appends ``str.encode()``d text; the native ``feed``
-unescapes delta frames in C straight into the same kind of ``bytearray`` buffers and calls back
-here only when a delta starts a new part (see ``_route``) or for the other chunks.  (So this module must stay valid for Cython's pure-Python
-mode: an attribute of those classes is declared in the .pxd as well as in ``__slots__``.)
+"How it is built").  What else differs is only how delta text reaches the buffers: the reference
+path (and ``Accumulator.add``) appends ``str.encode()``d text; the native ``feed`` unescapes delta
+frames in C straight into the same kind of ``bytearray`` buffers and calls back here only when a
+delta starts a new part (see ``_route``) or for the other chunks.  (So this module must stay valid
+for Cython's pure-Python mode: an attribute of those classes is declared in the .pxd as well as in
+``__slots__``.)
 
 Buffers.  Every run has one UTF-8 buffer for text and one for reasoning, in arrival order (which
 is what Mastra's ``text``/``reasoningText`` join), plus one per tool call for its argument JSON.  A
