@@ -8,7 +8,8 @@
 
 #include "fast_delta.h"
 
-_Static_assert((int)CC_ACC_TEXT_START == (int)FAST_TEXT_START && (int)CC_ACC_TEXT_END == (int)FAST_TEXT_END,
+_Static_assert((int)CC_ACC_TEXT_START == (int)FAST_TEXT_START && (int)CC_ACC_TEXT_END == (int)FAST_TEXT_END &&
+                   (int)CC_ACC_START == (int)FAST_START,
                "the frame kinds of accum.h and fast_delta.h");
 
 /* Append a scanned string, unescaped, to b (0: no room).  An unescaped text, most deltas, is
@@ -146,7 +147,7 @@ CC_INLINE size_t accum_deltas(int framing, const char *buf, size_t len, size_t m
             next++;
         }
         if (fd.type >= FAST_TEXT_START) {            /* for the caller, without a decode */
-            st->event = fd.type == FAST_TEXT_START ? CC_ACC_TEXT_START : CC_ACC_TEXT_END;
+            st->event = fd.type;                     /* (the same codes: see the assert above) */
             st->event_bytes = next;
             st->run = fd.run;
             st->run_len = fd.run_len;

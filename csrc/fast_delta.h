@@ -128,8 +128,9 @@ CC_INLINE void copy_small(char *dst, const char *src, size_t n) {
  * text-end it takes is as valid (same checks, a template with no other value in it). */
 
 /* Besides the deltas (cc_hot_type), the two frames that bracket every text part, in their plain
- * shape (no providerMetadata): no text, and taken only without escapes. */
-enum { FAST_TEXT_START = 4, FAST_TEXT_END = 5 };
+ * shape (no providerMetadata), and the start frame of a run, payload {id, messageId}: no text, and
+ * taken only without escapes. */
+enum { FAST_TEXT_START = 4, FAST_TEXT_END = 5, FAST_START = 6 };
 
 typedef struct fast_delta_t {
     size_t len;                        /* frame length: p[len] is the separator */
@@ -176,7 +177,8 @@ CC_INLINE int fast_delta_isa(const char *p, size_t avail, char sep, fast_delta_t
     int nb = 0;
     size_t high = (size_t)-1;          /* the first non-ASCII byte */
     /* the type first: other frames (a finish frame may be megabytes) are not read twice */
-    if (avail < 40 || !same(p, "{\"type\":\"", 9) || (p[9] != 't' && p[9] != 'r')) return 0;
+    if (avail < 40 || !same(p, "{\"type\":\"", 9)) return 0;
+    if (p[9] != 't' && p[9] != 'r' && !same(p + 9, "start\",", 7)) return 0;
     fr.p = p;
     for (size_t b = 0;; b++) {
         fast_block m;
@@ -237,6 +239,9 @@ CC_INLINE int fast_delta_isa(const char *p, size_t avail, char sep, fast_delta_t
     } else if (p[9] == 'r') {
         if (!lit_str(fp, &x, "{\"type\":\"reasoning-delta\",\"runId\":\"", 35, &rs)) return 0;
         out->type = CC_HOT_REASONING_DELTA;
+    } else if (p[9] == 's') {
+        if (!lit_str(fp, &x, "{\"type\":\"start\",\"runId\":\"", 25, &rs)) return 0;
+        out->type = FAST_START;
     } else if (p[9] == 't' && p[10] == 'o') {
         if (!lit_str(fp, &x, "{\"type\":\"tool-call-delta\",\"runId\":\"", 35, &rs)) return 0;
         out->type = CC_HOT_TOOL_CALL_DELTA;
@@ -251,11 +256,12 @@ CC_INLINE int fast_delta_isa(const char *p, size_t avail, char sep, fast_delta_t
     out->from_len = x - s;
     if (out->type >= FAST_TEXT_START) {
         if (nb) return 0;
-        if (out->type == FAST_TEXT_START ? !lit_str(fp, &x, "\",\"payload\":{\"id\":\"", 19, &s)
-                                         : !lit_str(fp, &x, "\",\"payload\":{\"type\":\"text-end\",\"id\":\"", 37, &s))
+        if (out->type == FAST_TEXT_END ? !lit_str(fp, &x, "\",\"payload\":{\"type\":\"text-end\",\"id\":\"", 37, &s)
+                                       : !lit_str(fp, &x, "\",\"payload\":{\"id\":\"", 19, &s))
             return 0;
         out->key = p + s;
         out->key_len = x - s;
+        if (out->type == FAST_START && !lit_str(fp, &x, "\",\"messageId\":\"", 15, &s)) return 0;
         out->text = NULL;
         out->text_len = 0;
         out->has_name = 0;

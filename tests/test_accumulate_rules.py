@@ -463,7 +463,7 @@ def test_deltas_without_run_id_follow_the_current_run_on_both_paths(both):
 
 
 def _random_delta_log(rng, n):
-    """Delta, text-start and text-end frames in Mastra's shape (what the native C delta loop
+    """Delta, text-start, text-end and start frames in Mastra's shape (what the native C delta loop
     takes or reads) mixed with what sends it back to the general path: run ids too long for a
     stored route, escaped ids, tool deltas that name their tool late, ids reopened after
     text-end, providerMetadata, other key orders, frames near the size limit."""
@@ -489,11 +489,16 @@ def _random_delta_log(rng, n):
             d = {"type": "finish", "runId": run, "from": "AGENT",
                  "payload": {"stepResult": {"reason": "stop"}, "output": {"usage": {"inputTokens": 1}}}}
         else:
-            kind = rng.choice(["text-start", "text-end"])
-            p = {"type": "text-end"} if kind == "text-end" else {}
-            p["id"] = "t%d" % rng.randrange(3)
-            if rng.random() < 0.2:
-                p["providerMetadata"] = {"m": {"k": i}}
+            kind = rng.choice(["text-start", "text-end", "start"])
+            if kind == "start":
+                p = {"id": "agent", "messageId": "m%d" % i}
+                if rng.random() < 0.2:
+                    p["extra"] = i
+            else:
+                p = {"type": "text-end"} if kind == "text-end" else {}
+                p["id"] = "t%d" % rng.randrange(3)
+                if rng.random() < 0.2:
+                    p["providerMetadata"] = {"m": {"k": i}}
             d = {"type": kind, "runId": run, "from": "AGENT", "payload": p}
         ln = json.dumps(d, ensure_ascii=False, separators=(",", ":"))
         # the text goes in as written above, escapes and all (json.dumps would double them)
@@ -608,9 +613,11 @@ def test_delta_loops_give_the_same_with_and_without_avx2(both, tmp_path):
 
 
 def test_native_reads_plain_deltas_and_text_brackets_without_the_decoder(both, monkeypatch):
-    """Mastra's plain text-delta/text-start/text-end frames never reach the general path (add) on
-    the native side (the C loop takes or reads them); the same log on the reference path does."""
-    lines = [line("start", {"id": "agent"}), line("text-start", {"id": "t"}), text_delta("t", "Hé"),
+    """Mastra's plain text-delta/text-start/text-end frames, and its start frame (payload id and
+    messageId), never reach the general path (add) on the native side (the C loop takes or reads
+    them); the same log on the reference path does.  A start of another shape does."""
+    lines = [line("start", {"id": "agent", "messageId": "m"}), line("start", {"id": "agent"}),
+             line("text-start", {"id": "t"}), text_delta("t", "Hé"),
              text_delta("t", "llo"), line("text-end", {"type": "text-end", "id": "t"}),
              line("text-start", {"id": "t"}), text_delta("t", "!"), line("text-end", {"type": "text-end", "id": "t"})]
     data = b"".join(ln + b"\n" for ln in lines)
@@ -625,7 +632,7 @@ def test_native_reads_plain_deltas_and_text_brackets_without_the_decoder(both, m
         acc.close()
         assert acc.result().text == "Héllo!" and [p["text"] for p in acc.result().parts] == ["Héllo", "!"]
         seen.append("|")
-    assert seen == ["start", "|", "start", "text-start", "text-delta", "text-delta", "text-end",
+    assert seen == ["start", "|", "start", "start", "text-start", "text-delta", "text-delta", "text-end",
                     "text-start", "text-delta", "text-end", "|"]
 
 

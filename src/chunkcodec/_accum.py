@@ -837,7 +837,9 @@ class AccumulatorBase:
         return ta.buf, ta
 
     def _text_start(self, run_id: str, from_: str) -> None:
-        """A text-start frame without providerMetadata, read by the native decoder."""
+        """A text-start frame without providerMetadata, or a start frame of payload {id,
+        messageId}, read by the native decoder: all either does is make its run the current one
+        (a new run at its first chunk)."""
         _run_of(self, run_id, from_)
 
     def _text_end(self, run_id: str, from_: str, id_: str) -> None:

@@ -147,6 +147,7 @@ cdef extern from "chunkcodec/accum.h":
     enum:
         CC_ACC_TEXT_START
         CC_ACC_TEXT_END
+        CC_ACC_START
     ctypedef struct cc_accum_stop:
         size_t frames
         Py_ssize_t last
