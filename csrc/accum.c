@@ -9,7 +9,7 @@
 #include "fast_delta.h"
 
 _Static_assert((int)CC_ACC_TEXT_START == (int)FAST_TEXT_START && (int)CC_ACC_TEXT_END == (int)FAST_TEXT_END &&
-                   (int)CC_ACC_START == (int)FAST_START,
+                   (int)CC_ACC_START == (int)FAST_START && (int)CC_ACC_TOOL_INPUT_END == (int)FAST_TOOL_INPUT_END,
                "the frame kinds of accum.h and fast_delta.h");
 
 /* Append a scanned string, unescaped, to b (0: no room).  An unescaped text, most deltas, is

@@ -463,10 +463,11 @@ def test_deltas_without_run_id_follow_the_current_run_on_both_paths(both):
 
 
 def _random_delta_log(rng, n):
-    """Delta, text-start, text-end and start frames in Mastra's shape (what the native C delta loop
-    takes or reads) mixed with what sends it back to the general path: run ids too long for a
-    stored route, escaped ids, tool deltas that name their tool late, ids reopened after
-    text-end, providerMetadata, other key orders, frames near the size limit."""
+    """Delta, text-start, text-end, start and tool-call-input-streaming-end frames in Mastra's
+    shape (what the native C delta loop takes or reads) mixed with what sends it back to the
+    general path: run ids too long for a stored route, escaped ids, tool deltas that name their
+    tool late, ids reopened after text-end, providerMetadata, extra payload keys, other key
+    orders, frames near the size limit."""
     runs = ["r%d" % i for i in range(12)] + ["L" * 90, "\\u0041bc", "é" * 30]
     lines = []
     for i in range(n):
@@ -489,9 +490,13 @@ def _random_delta_log(rng, n):
             d = {"type": "finish", "runId": run, "from": "AGENT",
                  "payload": {"stepResult": {"reason": "stop"}, "output": {"usage": {"inputTokens": 1}}}}
         else:
-            kind = rng.choice(["text-start", "text-end", "start"])
+            kind = rng.choice(["text-start", "text-end", "start", "tool-call-input-streaming-end"])
             if kind == "start":
                 p = {"id": "agent", "messageId": "m%d" % i}
+                if rng.random() < 0.2:
+                    p["extra"] = i
+            elif kind == "tool-call-input-streaming-end":
+                p = {"toolCallId": "c%d" % rng.randrange(5)}
                 if rng.random() < 0.2:
                     p["extra"] = i
             else:

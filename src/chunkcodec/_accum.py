@@ -429,6 +429,13 @@ class _Run:
             st.tool_call_ids.append(call_id)
         self.any_tool = True
 
+    def input_end(self, call_id: str) -> None:
+        """tool-call-input-streaming-end: the call Mastra makes there, unless one came."""
+        ta = self.tool_args.get(call_id)
+        if ta is not None and call_id not in self.tool_calls:
+            self.tool_call(_PendingCall(ta), call_id)
+            self.pending = True
+
     def calls(self) -> Dict[str, Any]:
         """tool_calls, with the pending calls made."""
         calls = self.tool_calls
@@ -842,6 +849,11 @@ class AccumulatorBase:
         (a new run at its first chunk)."""
         _run_of(self, run_id, from_)
 
+    def _tool_input_end(self, run_id: str, from_: str, call_id: str) -> None:
+        """A tool-call-input-streaming-end frame of payload {toolCallId}, read by the native
+        decoder."""
+        _run_of(self, run_id, from_).input_end(call_id)
+
     def _text_end(self, run_id: str, from_: str, id_: str) -> None:
         """A text-end frame without providerMetadata, read by the native decoder."""
         _run_of(self, run_id, from_).end_text(id_, UNSET)
@@ -904,10 +916,7 @@ class AccumulatorBase:
         run.tool_args_for(p.toolCallId, _v(p.toolName), p)
 
     def _on_tool_input_end(self, run: _Run, chunk: Any, p: Any) -> None:
-        ta = run.tool_args.get(p.toolCallId)
-        if ta is not None and p.toolCallId not in run.tool_calls:
-            run.tool_call(_PendingCall(ta), p.toolCallId)
-            run.pending = True
+        run.input_end(p.toolCallId)
 
     def _on_tool_call(self, run: _Run, chunk: Any, p: Any) -> None:
         run.tool_call(chunk, p.toolCallId)

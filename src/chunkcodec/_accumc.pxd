@@ -66,6 +66,7 @@ cdef class _Run:
     cpdef _Part reasoning_delta(self, id_, pm)
     cpdef terminate(self, kind, status, reason)
     cpdef release(self)
+    cpdef input_end(self, call_id)
     cpdef dict calls(self)
     cpdef dict usage(self)
     cpdef dict total_usage(self, usage=*)

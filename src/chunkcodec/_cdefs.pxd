@@ -148,6 +148,7 @@ cdef extern from "chunkcodec/accum.h":
         CC_ACC_TEXT_START
         CC_ACC_TEXT_END
         CC_ACC_START
+        CC_ACC_TOOL_INPUT_END
     ctypedef struct cc_accum_stop:
         size_t frames
         Py_ssize_t last

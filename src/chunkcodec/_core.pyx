@@ -779,12 +779,15 @@ cdef class StreamDecoder:
         return total
 
     cdef int _sink_event(self, cc_accum_stop* st) except -1:
-        """A text-start, text-end or start the C loop read: straight to the sink, no decoder."""
+        """A text-start, text-end, start or tool-call-input-streaming-end the C loop read:
+        straight to the sink, no decoder."""
         run_id = self._cached_utf8(st.run, st.run_len, CC_F_RUN_ID)
         from_ = self._cached_utf8(st.from_, st.from_len, CC_F_FROM)
         self._cur_run = None
         if st.event == CC_ACC_TEXT_START or st.event == CC_ACC_START:
             self._sink._text_start(run_id, from_)
+        elif st.event == CC_ACC_TOOL_INPUT_END:
+            self._sink._tool_input_end(run_id, from_, PyUnicode_DecodeUTF8(st.key, <Py_ssize_t>st.key_len, NULL))
         else:
             self._sink._text_end(run_id, from_, PyUnicode_DecodeUTF8(st.key, <Py_ssize_t>st.key_len, NULL))
         return 0

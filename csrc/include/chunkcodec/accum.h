@@ -55,9 +55,9 @@ ptrdiff_t cc_route_put(cc_routes *t, int type, const char *run, size_t run_len, 
                        cc_dbuf *buf, int need_name);
 
 /* The frames the loop does not take but reads for the caller, so that it needs no decoder for
- * them: text-start and text-end in their plain shape (no providerMetadata, no escapes), and start
- * in its plain shape (payload {id, messageId}, no escapes). */
-enum { CC_ACC_TEXT_START = 4, CC_ACC_TEXT_END = 5, CC_ACC_START = 6 };
+ * them, in their plain shape and without escapes: text-start and text-end (no providerMetadata),
+ * start (payload {id, messageId}), tool-call-input-streaming-end (payload {toolCallId}). */
+enum { CC_ACC_TEXT_START = 4, CC_ACC_TEXT_END = 5, CC_ACC_START = 6, CC_ACC_TOOL_INPUT_END = 7 };
 
 /* Why cc_accum_deltas stopped, and what it took. */
 typedef struct cc_accum_stop {
