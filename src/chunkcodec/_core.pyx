@@ -1036,7 +1036,7 @@ def decode(frame):
         if hot.canonical:
             return chunk
     else:
-        chunk = _decode_frame(b)
+        chunk = _decode_typed(b, 0, 0)
     _set_raw(chunk, b)
     return chunk
 
