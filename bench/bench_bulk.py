@@ -21,7 +21,13 @@ this process, on the same file:
   speed-up over it (median of the rounds).  On a shared VM the second vCPU comes and goes: a
   speed-up target can only be judged against this ceiling measured alongside,
 - the pure-Python baseline on the first --sample-mb: for each line json.loads, then the type,
-  runId and delta text an index needs; reported as a ratio.
+  runId and delta text an index needs; reported as a ratio,
+- reconstruct and stats on one process and on two (bulk.reconstruct/stats workers=), alternating,
+  their speed-ups (median of the rounds' ratios) and that the results are identical:
+  reconstruct as the command line's ``--format json`` does it (each run made into its JSON line
+  in the worker), stats, and reconstruct handing whole RunOutputs back to this process (which
+  rebuilds them: that costs about what the second process saves).  Any log size goes to the
+  workers here, so that a small smoke run takes the same path.  --skip-runs leaves these out.
 Best of --repeat runs; wall-clock on a shared machine is noisy, so compare the ratios.
 """
 
@@ -112,6 +118,7 @@ def main() -> int:
     ap.add_argument("--sample-mb", type=int, default=32)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--log", help="measure this log instead of generating one (bench_memory.py --keep writes one)")
+    ap.add_argument("--skip-runs", action="store_true", help="measure the scan only")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         path = pathlib.Path(args.log or pathlib.Path(tmp) / "log.ndjson")
@@ -139,6 +146,7 @@ def main() -> int:
                    for c in ("offset", "length", "type", "run", "text_off", "text_len")) \
             and one.run_ids == two.run_ids
         tp, (psize, pframes) = best(lambda: python_index(path, args.sample_mb << 20), 1)
+        runs = {} if args.skip_runs else measure_runs(path, args.repeat)
         gbs1, gbs2 = size / t1 / 1e9, size / t2 / 1e9
         py = psize / tp / 1e9
         print(json.dumps({"bytes": size, "frames": len(one), "runs": len(one.run_ids),
@@ -154,11 +162,39 @@ def main() -> int:
                           "two_thread_cpu_over_one": round(statistics.median(b / a for a, b in zip(c1s, c2s)), 2),
                           "identical": same,
                           "python_json_loads_GBps": round(py, 4), "vs_python": round(gbs1 / py, 1),
-                          "cpus": len(os.sched_getaffinity(0))}, indent=1))
+                          "cpus": len(os.sched_getaffinity(0)), **runs}, indent=1))
         if not same or len(one) == 0:
             print("FAIL: the two-thread index differs from the one-thread index", file=sys.stderr)
             return 1
+        if runs and not runs["runs_identical"]:
+            print("FAIL: reconstruct or stats on two processes differs from one", file=sys.stderr)
+            return 1
     return 0
+
+
+def measure_runs(path, repeat):
+    """reconstruct (as --format json, and as RunOutputs) and stats on one process and on two."""
+    from chunkcodec.cli import _run_json
+    bulk.MIN_PARALLEL_BYTES = 0
+    cases = {
+        "reconstruct_json": lambda w: b"".join(bulk.reconstruct(path, workers=w, apply=_run_json)),
+        "stats": lambda w: bulk.stats(path, workers=w),
+        "reconstruct_runoutputs": lambda w: list(bulk.reconstruct(path, workers=w)),
+    }
+    out, same = {}, True
+    for name, fn in cases.items():
+        ones, twos = [], []
+        for _ in range(repeat):
+            t, _, one = timed(lambda: fn(1))
+            ones.append(t)
+            t, _, two = timed(lambda: fn(2))
+            twos.append(t)
+            same = same and one == two
+            del one, two
+        out[f"{name}_1_process_s"] = round(min(ones), 2)
+        out[f"{name}_2_process_speedup"] = round(statistics.median(a / b for a, b in zip(ones, twos)), 2)
+    out["runs_identical"] = same
+    return out
 
 
 if __name__ == "__main__":

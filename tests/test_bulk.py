@@ -6,6 +6,7 @@ import gzip
 import json
 import os
 import pathlib
+import re
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -631,3 +632,139 @@ def test_a_failing_thread_does_not_leave_the_others_waiting(log, monkeypatch, tm
     t.start()
     t.join(60)
     assert not t.is_alive() and len(raised) == 1
+
+
+# ------------------------------------------------------------------------------------------------
+# reconstruct and stats on several processes: the one-core run's runs, in its order
+
+@pytest.fixture(scope="module")
+def parallel_logs():
+    data = gen.framed(gen.interleaved(runs=30, deltas=40, seed=3), "ndjson")
+    lines = data.split(b"\n")
+    return {
+        "every-run-again": data + data,            # each run id comes back after its run was handed out
+        "each-frame-twice": b"\n".join(ln for ln in lines for _ in (0, 1)),   # back in the same piece
+        "corpus": b"".join(p.read_bytes() for p in CHUNK_FILES) * 3,        # sub-agent runs nested in tool-output
+        "wire-sse": b"".join(p.read_bytes() for p in WIRE_FILES) * 2,
+        "sse": gen.framed(gen.interleaved(runs=20, deltas=30, seed=5), "sse"),
+        "rs": gen.framed(gen.interleaved(runs=20, deltas=30, seed=6), "rs"),
+    }
+
+
+@pytest.fixture
+def small_parallel(monkeypatch):
+    """Files of any size go to the workers, and are handed out in 4 KiB pieces (many pieces, runs
+    that span the ranges)."""
+    monkeypatch.setattr(bulk, "MIN_PARALLEL_BYTES", 1)
+    monkeypatch.setattr(bulk, "RUN_PIECE_BYTES", 4096)
+    bulk._last_parallel.clear()
+
+
+@pytest.mark.parametrize("name", ["every-run-again", "each-frame-twice", "corpus", "wire-sse", "sse", "rs"])
+def test_several_processes_give_the_one_core_runs_in_its_order(name, parallel_logs, tmp_path, small_parallel,
+                                                               monkeypatch):
+    p = tmp_path / name
+    p.write_bytes(parallel_logs[name])
+    one = list(bulk.reconstruct(p))
+    assert len({r.run_id for r in one}) > 5
+    # 3 workers: the runs done again are fed only their frames (on the native build); 2: their
+    # bytes whole, the path the plain-Python build always takes
+    for workers, gather in ((3, True), (2, False)):
+        monkeypatch.setattr(bulk, "_GATHER", gather)
+        bulk._last_parallel.clear()
+        assert list(bulk.reconstruct(p, workers=workers)) == one
+        assert len(bulk._last_parallel["ranges"]) == workers
+        if name != "corpus":        # interleaved runs: some are in flight where a range ends
+            assert bulk._last_parallel["redone"]
+
+
+def test_the_one_core_order_is_by_piece_then_run_id(tmp_path, log):
+    """All 30 runs of the log finish in its one piece: they come out by runId."""
+    p = tmp_path / "log.ndjson"
+    p.write_bytes(log)
+    ids = [r.run_id for r in bulk.reconstruct(p)]
+    assert ids == sorted(ids) and len(ids) == 30
+
+
+def test_several_processes_report_the_same_corrupt_regions(tmp_path, small_parallel, log):
+    for i, (_, framing, data) in enumerate(corrupted_logs(7, 2, 5, 0.3)):
+        p = tmp_path / f"bad{i}.{framing}"
+        p.write_bytes(data * 3)
+        e1: list = []
+        one = list(bulk.reconstruct(p, errors=e1))
+        e2: list = []
+        assert list(bulk.reconstruct(p, errors=e2, workers=2)) == one
+        assert e2 == e1, framing
+    # the byte and frame numbers in the reasons count from the file's start
+    p = tmp_path / "bad.ndjson"
+    p.write_bytes(log + _corrupted(log))
+    e1, e2 = [], []
+    list(bulk.reconstruct(p, errors=e1))
+    list(bulk.reconstruct(p, errors=e2, workers=2))
+    assert e2 == e1 and len(e1) == 3 and all(e.offset > len(log) for e in e1)
+    # (the bad frames are in the second range: their numbers were moved)
+    assert bulk._last_parallel["ranges"][1][0] <= e1[0].offset
+    assert all(int(re.search(r"frame (\d+)\)", e.reason).group(1)) >= log.count(b"\n") for e in e1)
+    with pytest.raises(chunkcodec.DecodeError) as one:
+        list(bulk.reconstruct(p, strict=True))
+    with pytest.raises(chunkcodec.DecodeError) as two:
+        list(bulk.reconstruct(p, strict=True, workers=2))
+    assert str(two.value) == str(one.value) and "frame" in str(one.value)
+
+
+def test_chunks_without_run_id_join_the_run_current_then(tmp_path, small_parallel, log, monkeypatch):
+    """A chunk without runId (Mastra writes data-* and tripwire chunks so) joins the run current
+    then, as on one core; where a worker has no current run for one (at the start of the file
+    here), the file takes the one-core path."""
+    lines = log.split(b"\n")
+    picked = [i for i in range(len(lines)) if b'"text-delta"' in lines[i]][::7]
+    for i in picked:
+        lines[i] = re.sub(rb'"runId":"[^"]*",', b"", lines[i])
+    assert len(picked) > 20 and all(b"runId" not in lines[i] for i in picked)
+    p = tmp_path / "runless.ndjson"
+    p.write_bytes(b"\n".join(lines) * 2)
+    one = list(bulk.reconstruct(p))
+    for gather in (True, False):
+        monkeypatch.setattr(bulk, "_GATHER", gather)
+        assert list(bulk.reconstruct(p, workers=3)) == one
+        assert bulk._last_parallel["redone"]
+    p.write_bytes(b'{"type":"data-x","data":1}\n' + b"\n".join(lines))
+    bulk._last_parallel.clear()
+    one = list(bulk.reconstruct(p))
+    assert one[-1].run_id is None          # (it never finishes: handed out at the end)
+    assert list(bulk.reconstruct(p, workers=2)) == one
+    assert not bulk._last_parallel
+
+
+def test_stats_and_apply_on_several_processes(tmp_path, small_parallel, parallel_logs):
+    from chunkcodec import cli
+    p = tmp_path / "log.ndjson"
+    p.write_bytes(parallel_logs["every-run-again"])
+    assert bulk.stats(p, workers=2) == bulk.stats(p, workers=1)
+    assert bulk._last_parallel["redone"]
+    assert (list(bulk.reconstruct(p, workers=2, apply=cli._run_json))
+            == [cli._run_json(r) for r in bulk.reconstruct(p)])
+    with pytest.raises(ValueError, match="workers must be a positive int"):
+        list(bulk.reconstruct(p, workers=0))
+
+
+def test_cli_workers(tmp_path, small_parallel, parallel_logs, capsysbinary):
+    from chunkcodec.cli import main
+    p = tmp_path / "log.sse"
+    p.write_bytes(parallel_logs["sse"])
+    outs = []
+    for j in ("1", "2"):
+        for fmt in ("json", "text"):
+            assert main(["reconstruct", str(p), "--format", fmt, "-j", j]) == 0
+            outs.append(capsysbinary.readouterr().out)
+        assert main(["stats", str(p), "--json", "-j", j]) == 0
+        outs.append(capsysbinary.readouterr().out)
+    assert outs[:3] == outs[3:] and outs[0].count(b"\n") == 20
+    with pytest.raises(SystemExit) as exit_:
+        main(["stats", str(p), "-j", "0"])
+    assert exit_.value.code == 2
+    pq = pytest.importorskip("pyarrow.parquet")
+    for j in ("1", "3"):
+        assert main(["reconstruct", str(p), "--format", "parquet", "-o", str(tmp_path / f"{j}.parquet"), "-j", j]) == 0
+    assert pq.read_table(tmp_path / "3.parquet").equals(pq.read_table(tmp_path / "1.parquet"))
+    assert pq.read_table(tmp_path / "1.parquet").equals(bulk.runs_to_arrow(bulk.reconstruct(p)))

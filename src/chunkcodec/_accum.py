@@ -695,6 +695,7 @@ def _run_of(acc: "AccumulatorBase", run_id: Any, from_: Any) -> _Run:
         if run is None:
             run = acc._current = acc._runs[None] = _Run(acc, None, from_)
             acc._main = acc._main or run
+        acc.runless_into.add(run.run_id)
         return run
     run = acc._runs.get(run_id)
     if run is None:
@@ -741,6 +742,10 @@ class AccumulatorBase:
         self._runs: Dict[Any, _Run] = {}
         self._current: Optional[_Run] = None
         self._main: Optional[_Run] = None
+        #: the runIds of the runs that chunks without runId joined (None: a run of their own, made
+        #: when no run was current).  Such a chunk belongs to the run current then, a tie to the
+        #: chunks before it that bulk.reconstruct's workers must not cut.
+        self.runless_into: set = set()
         self._tool_args: Dict[str, _ToolArgs] = {}
         self._decoder: Any = None
         self._closed = False

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import glob as _glob
 import gzip
+import io
 import mmap
 import os
 import re
@@ -41,6 +42,7 @@ _NAMED = sorted((t.encode() for t in TAGGED), key=lambda b: (len(b), b))
 TYPE_NAMES = _SPECIAL + [b.decode() for b in _NAMED]
 _CODE = {n: i for i, n in enumerate(TYPE_NAMES)}
 CORRUPT, UNKNOWN, DATA, MULTI = 0, 1, 2, 3
+_TOOL_OUTPUT = _CODE["tool-output"]
 _DELTAS = {_CODE["text-delta"]: "text", _CODE["reasoning-delta"]: "text",
            _CODE["tool-call-delta"]: "argsTextDelta"}
 #: A range smaller than this is not split further between threads.
@@ -631,17 +633,30 @@ def _scan_reference(buf: Any, fr: int) -> tuple:
 # ------------------------------------------------------------------------------------------------
 # reconstruct and stats
 
+#: reconstruct and stats feed the accumulator this many bytes at a time and hand out the runs
+#: finished after each piece; plain files are cut at multiples of it (from the file's start), so
+#: that the runs come out in the same order on one core and on several.
+RUN_PIECE_BYTES = 1 << 20
+#: A plain file smaller than this is reconstructed on one core whatever `workers` says: starting
+#: the processes (about 0.4 s: a fresh interpreter each, importing chunkcodec) and doing again the
+#: runs that span their ranges would cost about what a second core saves on a smaller file.
+MIN_PARALLEL_BYTES = 256 << 20
+
+
 def _file_pieces(path: str, errors: list, strict: bool, progress: Any = None) -> Iterator[Any]:
-    """The decompressed bytes of one input in 1 MB pieces; a cut compressed stream is reported
-    in errors (or raised when strict) after what came before it.  progress(n) is told of each
-    piece's size."""
+    """The decompressed bytes of one input in RUN_PIECE_BYTES pieces; a cut compressed stream is
+    reported in errors (or raised when strict) after what came before it.  progress(n) is told of
+    each piece's size."""
     f = open_stream(path)
-    # read1: one decompression step per call, so a member cut short loses nothing before it
-    read = getattr(f, "read1", f.read)
+    plain = isinstance(f, io.BufferedReader) and f is not sys.stdin.buffer
+    # a plain file: whole pieces (the order of the runs handed out depends on where the pieces
+    # end); else read1: one decompression step per call, so a member cut short loses nothing
+    # before it
+    read = f.read if plain else getattr(f, "read1", f.read)
     try:
         while True:
             try:
-                piece = read(1 << 20)
+                piece = read(RUN_PIECE_BYTES)
             except (EOFError, OSError) as exc:
                 region = CorruptRegion(path, -1, 0, f"compressed data ends early ({exc})")
                 if strict:
@@ -660,43 +675,434 @@ def _file_pieces(path: str, errors: list, strict: bool, progress: Any = None) ->
 
 def _buffer_pieces(buf: Any, progress: Any = None) -> Iterator[Any]:
     view = memoryview(buf)
-    for i in range(0, len(view), 1 << 20):
-        piece = view[i:i + (1 << 20)]
+    for i in range(0, len(view), RUN_PIECE_BYTES):
+        piece = view[i:i + RUN_PIECE_BYTES]
         if progress is not None:
             progress(len(piece))
         yield piece
 
 
+def _order(run: Any) -> tuple:
+    """Where a run comes among those handed out at the same time: by runId."""
+    return (run.run_id is not None, run.run_id or "")
+
+
+def _handed_out(runs: Iterator[Any]) -> list:
+    """Runs popped from an accumulator, in reconstruct's order, without invalid_frames (reconstruct
+    reports those as CorruptRegions, with their byte offsets in the file)."""
+    out = sorted(runs, key=_order)
+    for r in out:
+        r.invalid_frames = []
+    return out
+
+
 def _runs(pieces: Iterable[Any], name: str, framing: str, strict: bool, errors: list) -> Iterator[Any]:
-    """RunOutputs from a stream of pieces, each yielded as soon as its finish chunk arrived."""
+    """RunOutputs from a stream of pieces: after each piece the runs whose finish chunk came in
+    it, by runId; at the end the others, by runId."""
     from . import Accumulator
     acc = Accumulator(framing, errors="strict" if strict else "keep")
     try:
         for piece in pieces:
             acc.feed(piece)
-            yield from acc.pop_finished()
+            yield from _handed_out(acc.pop_finished())
         acc.close()
     except DecodeError as exc:
         raise type(exc)(f"{name}: {exc}", exc.pos, exc.frame_index, exc.frame) from None
     errors.extend(CorruptRegion(name, inv.pos, len(inv.raw), str(inv.error)) for inv in acc.invalid_frames)
-    yield from acc.pop_results()
+    yield from _handed_out(acc.pop_results())
 
 
-def reconstruct(inputs: Any, framing: str = "auto", strict: bool = False,
-                errors: list | None = None, progress: Any = None) -> Iterator[Any]:
-    """One RunOutput per run (what the accumulator gives), streamed: a run is yielded when its
-    finish chunk arrives, the rest at the end of its file, so memory is bounded by the runs in
-    flight, not by the file.
+def _workers(workers: int | None) -> int:
+    if workers is None:
+        return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
+        raise ValueError(f"workers must be a positive int or None, got {workers!r}")
+    return workers
+
+
+def reconstruct(inputs: Any, framing: str = "auto", strict: bool = False, errors: list | None = None,
+                progress: Any = None, workers: int | None = 1, apply: Any = None) -> Iterator[Any]:
+    """One RunOutput per run (what the accumulator gives), or apply(run) when apply is given.
+
+    With one worker (the default) the runs are streamed: a run is yielded when its finish chunk
+    arrives, the rest at the end of its file, so memory is bounded by the runs in flight, not by
+    the file.  workers=N (None: every CPU this process may use) reconstructs each plain file of
+    MIN_PARALLEL_BYTES or more on N processes, which yields the same runs in the same order, but
+    only once the whole file is done: what it yields for the file is held in memory meanwhile.
+    Compressed files, stdin and smaller files take the one-core path.  apply then runs in the
+    worker processes, and only what it returns comes back: with a function that keeps what you
+    need of a run (it must be picklable: a module-level function), that is much cheaper than
+    sending whole RunOutputs back to be rebuilt here, which on two cores costs about what the
+    second core saves.  (Like any code that starts processes, a script calling this with workers
+    must guard its entry point with ``if __name__ == "__main__":``.)
+
+    The order: each file is fed in pieces of RUN_PIECE_BYTES; after each piece come the runs
+    whose finish chunk came in it, by runId; at the end of the file the others, by runId.
 
     Lenient by default: a corrupt frame (a cut line, binary garbage) or a half-written gzip
     member is skipped and appended to `errors` as a CorruptRegion with file and byte offset;
-    strict=True raises at the first one instead.  Every other run is still reconstructed.
+    strict=True raises at the first one instead.  Every other run is still reconstructed.  (The
+    RunOutputs' own invalid_frames stay empty: the CorruptRegions say where, in the file.)
     progress, when given, is called with the number of (decompressed) bytes of each piece read.
     """
+    n = _workers(workers)
     errs = errors if errors is not None else []
     for path in iter_sources(inputs):
         name = "<stdin>" if path == "-" else path
-        yield from _runs(_file_pieces(path, errs, strict, progress), name, framing, strict, errs)
+        got = _parallel_runs(path, framing, strict, errs, n, apply, progress) if n > 1 else None
+        if got is not None:
+            yield from got
+            continue
+        runs = _runs(_file_pieces(path, errs, strict, progress), name, framing, strict, errs)
+        yield from (runs if apply is None else map(apply, runs))
+
+
+# ------------------------------------------------------------------------------------------------
+# reconstruct on several processes
+#
+# The file is cut on frame boundaries into one range per worker, and each worker reconstructs its
+# range on its own, handing runs out after each piece that ends at a multiple of RUN_PIECE_BYTES
+# (from the file's start) and at the range's end.  A run id seen in one range only is that
+# range's alone: the accumulator keeps no state between runs (a chunk without runId, which joins
+# the current run, is the exception: a file with one takes the one-core path), and its pieces end
+# where the one-core run's do, so its runs are the one-core run's, handed out after the same
+# piece.  (A run that finishes in a range's last, short, piece is handed out early; if its id
+# comes again after the range's end, before the one-core run would have handed it out, the id is
+# in two ranges.)  A run id seen in several ranges is done again, over the bytes its frames lie in
+# (which the workers tell), fed only the frames of such ids where the index can cut them out, and
+# keeping only their runs.  Then every run is sorted by (the piece it was handed out after, its
+# runId), which is the one-core order.  Bad frames are reported by the range they lie in, their
+# byte and frame numbers moved to count from the file's start.
+
+#: Handed out at the end of the file: after every piece.
+_AT_END = 1 << 62
+
+
+def _boundary(buf: Any, pos: int, fr: int) -> int:
+    """The first frame boundary at or after pos (just past a separator), or len(buf)."""
+    if _bulk is not None and not os.environ.get("CHUNKCODEC_NO_EXTENSIONS"):
+        return _bulk.boundary(buf, pos, fr)
+    n = len(buf)
+    if pos <= 0 or pos >= n:
+        return max(0, min(pos, n))
+    if fr != _reference.SSE and buf[pos - 1] == (0x1E if fr == _reference.RS else 0x0A):
+        return pos
+    at, step = pos, 1 << 16
+    while at < n:
+        e = _reference.find_end(fr, bytes(buf[max(0, at - 2):at]), bytes(buf[at:at + step]))
+        if e >= 0:
+            return at + e
+        at += step
+    return n
+
+
+def _range_runs(path: str, framing: str, fr: int, a: int, b: int, piece: int, strict: bool, only: Any,
+                fn: Any, gather: bool = True) -> bytes:
+    """A worker's job: reconstruct buf[a:b] of a plain file (a and b frame boundaries), handing
+    runs out after each piece that ends at a multiple of `piece` and at b.  framing: what the
+    accumulator is told (the first range: the caller's, maybe "auto"); fr: the file's framing.
+
+    Gives, pickled, None when strict and a frame is bad, else (runs, spans, invalid, runless):
+    - runs: (piece index or _AT_END, _order key, fn(run), or the run when fn is None);
+    - spans: run id -> [start, end], the bytes the frames of its runs lie in;
+    - invalid: ([(offset, length, reason, frame index)], frames in the range), the first three
+      counted from a;
+    - runless: the run ids that chunks without runId joined (None: a run of their own).
+
+    only: keep just the runs of these ids, fed only their frames (and the tool-output frames,
+    which may carry them nested) when the index can cut those out and gather is true; invalid
+    is then empty.
+
+    The garbage collector is off meanwhile: what is built here holds no reference cycle, and a
+    collector walking the growing list of runs would cost a third of the time."""
+    import gc
+    import pickle
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+            got = _reconstruct_range(buf, framing, fr, a, b, piece, strict, only, fn, gather)
+        return pickle.dumps(got, pickle.HIGHEST_PROTOCOL)
+    finally:
+        if was:
+            gc.enable()
+
+
+def _reconstruct_range(buf: Any, framing: str, fr: int, a: int, b: int, piece: int, strict: bool, only: Any,
+                       fn: Any, gather: bool = True) -> tuple | None:
+    from . import Accumulator
+    out: list = []
+    # run id -> [start, end]: no frame of the id lies outside buf[start:end] (start: a frame
+    # boundary before the piece where the id came first; end: the end of the last piece after
+    # which a run of the id was in flight or handed out, or b)
+    span: dict = {}
+
+    def hand_out(at: int, runs: Iterator[Any]) -> list:
+        kept = []
+        for r in _handed_out(runs):
+            if only is None or r.run_id in only:
+                kept.append(r.run_id)
+                out.append((at, _order(r), r if fn is None else fn(r)))
+        return kept
+
+    def seen(rids: Iterable[Any], start: int, end: int) -> None:
+        for rid in rids:
+            sp = span.get(rid)
+            if sp is None:
+                span[rid] = [start, end]
+            else:
+                sp[1] = end
+
+    pieces = None if only is None or not gather else _gathered(buf, fr, a, b, piece, only)
+    if pieces is None:
+        pieces = _cut(buf, a, b, piece)
+    else:
+        framing = _reference._NAMES[fr]     # (frames cut out: no byte-order mark, no detection)
+    acc = Accumulator(framing, errors="strict" if strict and only is None else "keep")
+    last = a                                 # the last frame boundary in what was fed
+    try:
+        for cell, data in pieces:
+            acc.feed(data)
+            if cell is None:          # a frame the end of the file cut short: read at close()
+                break
+            kept = hand_out(cell, acc.pop_finished())
+            if only is None:
+                end = min(b, (cell + 1) * piece)
+                seen(kept, last, end)
+                seen(acc.run_ids(), last, end)
+                last = _last_boundary(buf, max(a, end - len(data)), end, fr, last)
+        dec = acc._decoder
+        acc.close()
+    except DecodeError:
+        return None
+    seen(hand_out(_AT_END, acc.pop_results()), last, b)
+    bad = [] if only is not None else [(inv.pos, len(inv.raw), str(inv.error), inv.frame_index)
+                                       for inv in acc.invalid_frames]
+    return out, span, (bad, 0 if dec is None else dec.frame_index), acc.runless_into
+
+
+def _last_boundary(buf: Any, lo: int, hi: int, fr: int, default: int) -> int:
+    """The last frame boundary (a place just past a separator) in buf(lo:hi], else default.  (For
+    SSE, one past a blank line: a place between events, which is all its callers need.)"""
+    if fr == _reference.SSE:
+        i, j = buf.rfind(b"\n\n", lo, hi), buf.rfind(b"\n\r\n", lo, hi)
+        return max(default, i + 2 if i >= 0 else -1, j + 3 if j >= 0 else -1)
+    i = buf.rfind(b"\x1e" if fr == _reference.RS else b"\n", lo, hi)
+    return i + 1 if i >= 0 else default
+
+
+def _cut(buf: Any, a: int, b: int, piece: int) -> Iterator[tuple]:
+    """(piece index, bytes): buf[a:b] cut at the multiples of piece."""
+    pos = a
+    while pos < b:
+        end = min(b, (pos // piece + 1) * piece)
+        yield (end - 1) // piece, buf[pos:end]
+        pos = end
+
+
+#: Whether the runs done again are fed only their own frames (else the whole byte range again;
+#: the tests turn it off to check that path on the native build).
+_GATHER = True
+#: What the last file reconstructed on several processes was cut into (for the tests): ranges,
+#: [(start, end)]; redone, {(first range, last range): (start, end, run ids)}.
+_last_parallel: dict = {}
+#: A frame as fed again on its own, by framing code: prefix, suffix.
+_REFRAME = {_reference.NDJSON: (b"", b"\n"), _reference.RS: (b"", b"\x1e"), _reference.SSE: (b"data: ", b"\n\n")}
+
+
+def _gathered(buf: Any, fr: int, a: int, b: int, piece: int, only: set) -> list | None:
+    """The frames in buf[a:b] of the runs in `only`, and every tool-output frame, as
+    (piece index, bytes) by the piece each ends in, each frame re-framed on its own; the last
+    as (None, bytes) when the file ends in the middle of it.  None when the index cannot give
+    them (the plain-Python build, or an SSE event of several data lines)."""
+    if _bulk is None or os.environ.get("CHUNKCODEC_NO_EXTENSIONS"):
+        return None
+    import numpy as np
+    pre, post = _REFRAME[fr]
+    glue = post + pre
+    n = len(buf)
+    view = np.frombuffer(buf, np.uint8)
+    # the separator a frame's JSON text is most often followed by at once (else: look for it)
+    sep = np.frombuffer({_reference.NDJSON: b"\n", _reference.RS: b"\x1e", _reference.SSE: b"\n\n"}[fr], np.uint8)
+    sc = _bulk.RangeScan(_TYPES, buf, a, b, fr)
+    cols = tuple(np.empty(PIECE_ROWS, d) for d in _bulk.DTYPES)
+    wanted = np.zeros(0, bool)
+    out: list = []
+    while True:
+        limit = sc.piece_end(PIECE_BYTES)
+        if sc.done:
+            return out
+        rows = sc.fill(cols, limit)
+        keys = sc.run_ids()
+        if len(keys) > len(wanted):
+            more = [_decode_run_id(k) in only for k in keys[len(wanted):]]
+            wanted = np.concatenate([wanted, np.array(more, bool)])
+        off, ln, ty, rn = (c[:rows] for c in cols[:4])
+        pick = ty == _TOOL_OUTPUT
+        if len(wanted):
+            pick |= (rn >= 0) & wanted[np.maximum(rn, 0)]
+        sel = np.flatnonzero(pick)
+        if not len(sel):
+            continue
+        if (ty[sel] == MULTI).any():
+            return None
+        o = off[sel]
+        stop = o + ln[sel]
+        end = stop + len(sep)
+        at_once = end <= n
+        for k, byte in enumerate(sep):
+            at_once &= view[np.minimum(stop + k, n - 1)] == byte
+        end = end.tolist()
+        for i in np.flatnonzero(~at_once).tolist():
+            end[i] = _bulk.boundary(buf, int(stop[i]), fr)
+        o, stop = o.tolist(), stop.tolist()
+        if end[-1] == n and _reference.find_end(fr, bytes(buf[max(0, stop[-1] - 2):stop[-1]]),
+                                                bytes(buf[stop[-1]:n])) < 0:
+            cut = (pre + buf[o[-1]:stop[-1]] + post)     # the file ends in the middle of it
+            o, stop, end = o[:-1], stop[:-1], end[:-1]
+        else:
+            cut = None
+        cells = [(e - 1) // piece for e in end]
+        i = 0
+        while i < len(cells):
+            j = i
+            while j < len(cells) and cells[j] == cells[i]:
+                j += 1
+            data = pre + glue.join([buf[o[k]:stop[k]] for k in range(i, j)]) + post
+            if out and out[-1][0] == cells[i]:
+                out[-1] = (cells[i], out[-1][1] + data)
+            else:
+                out.append((cells[i], data))
+            i = j
+        if cut is not None:
+            out.append((None, cut))
+
+
+def _pool(workers: int) -> Any:
+    """Worker processes, started fresh (spawn: no fork of a process that may run threads; they
+    see this process's environment, CHUNKCODEC_NO_EXTENSIONS included)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+
+
+def _parallel_runs(path: str, framing: str, strict: bool, errors: list, workers: int, fn: Any,
+                   progress: Any, meanwhile: Any = None) -> list | None:
+    """reconstruct of one plain file on `workers` processes, as a list in the one-core order; None
+    when the file takes the one-core path (compressed, stdin, small, not decided by its first
+    64 KiB, a chunk without runId, or strict with a bad frame: the one-core run then raises).
+    meanwhile: called while the workers work, when they do."""
+    if path == "-" or framing not in ("auto", "sse", "rs", "ndjson"):
+        return None
+    with open(path, "rb") as f:
+        if _decompressor(path, f.read(4)) is not None or os.fstat(f.fileno()).st_size < max(MIN_PARALLEL_BYTES, 1):
+            return None
+        buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    with buf:
+        n = len(buf)
+        fr, _ = _reference.detect_framing(bytes(buf[:65536]), False)
+        if framing != "auto":
+            fr = _FRAMINGS[framing]
+        if fr not in _FRAMINGS.values():
+            return None
+        cuts = sorted({0, n, *(_cut_before_run_id(buf, _boundary(buf, n * k // workers, fr), fr)
+                               for k in range(1, workers))})
+    ranges = list(zip(cuts, cuts[1:]))
+    piece = RUN_PIECE_BYTES
+    with _pool(min(workers, len(ranges))) as ex:
+        # (the first range starts the file: it detects the framing as the one-core run does)
+        jobs = [ex.submit(_range_runs, path, framing if a == 0 else _reference._NAMES[fr], fr, a, b, piece, strict,
+                          None, fn) for a, b in ranges]
+        if meanwhile is not None:
+            meanwhile()
+        done = []
+        for (a, b), job in zip(ranges, jobs):
+            done.append(_unpickled(job.result()))
+            if progress is not None:
+                progress(b - a)
+        # a chunk without runId joins the run current then: one a worker found none for (at the
+        # start of its range, or after that run was handed out) ties it to what came before
+        if any(d is None or None in d[3] for d in done):
+            return None
+        joined = set().union(*(d[3] for d in done))
+        seen: dict = {}
+        for k, d in enumerate(done):
+            for rid in d[1]:
+                seen.setdefault(rid, []).append(k)
+        # the ids seen in several ranges, by the first and last of those ranges, are done again:
+        # from where the first range met the first of them to where the last range last had one
+        groups: dict = {}
+        for rid, ks in seen.items():
+            if len(ks) > 1:
+                g = groups.setdefault((ks[0], ks[-1]), [n, 0, set()])
+                g[0] = min(g[0], done[ks[0]][1][rid][0])
+                g[1] = max(g[1], done[ks[-1]][1][rid][1])
+                g[2].add(rid)
+        # (fed only their frames unless chunks without runId joined them: those are fed the
+        # frames between, for the runs they join are as in the one-core run)
+        again = [ex.submit(_range_runs, path, framing if start == 0 else _reference._NAMES[fr], fr, start,
+                           _boundary_in(path, end, fr, ranges[j][1]), piece, strict, ids, fn,
+                           _GATHER and not ids & joined)
+                 for (i, j), (start, end, ids) in groups.items()]
+        redone = [_unpickled(job.result()) for job in again]
+    shared = {rid for _, _, ids in groups.values() for rid in ids}
+    _last_parallel.update(ranges=ranges, redone={k: (a, b, len(ids)) for k, (a, b, ids) in groups.items()})
+    runs = [r for d in done for r in d[0] if r[1][1] not in shared]
+    runs += [r for d in redone for r in d[0]]
+    runs.sort(key=lambda r: (r[0], r[1]))
+    frames = 0
+    for (a, _), d in zip(ranges, done):
+        bad, count = d[2]
+        errors.extend(CorruptRegion(path, a + pos, ln, _moved(why, frame, a, frames)) for pos, ln, why, frame in bad)
+        frames += count
+    return [r[2] for r in runs]
+
+
+_WHERE = re.compile(r"\(byte (\d+), frame (\d+)\)")
+
+
+def _moved(reason: str, frame: int, pos: int, frames: int) -> str:
+    """A worker's error message, its "(byte B, frame F)" counted from the file's start, not from
+    the range's (pos: where the range starts; frames: the frames before it)."""
+    def where(m: Any) -> str:
+        if int(m.group(2)) != frame:
+            return m.group(0)
+        return f"(byte {int(m.group(1)) + pos}, frame {frame + frames})"
+    return _WHERE.sub(where, reason)
+
+
+def _cut_before_run_id(buf: Any, pos: int, fr: int) -> int:
+    """pos (a frame boundary), or a later one before which a range may start: where a frame that
+    names a runId starts (a chunk without one joins the run current then, which a worker that
+    starts with it does not know: the file would take the one-core path).  At most 1000 frames on."""
+    n = len(buf)
+    for _ in range(1000):
+        if pos >= n:
+            return n
+        end = _boundary(buf, pos + 1, fr)
+        if buf.find(b'"runId"', pos, end) >= 0:
+            return pos
+        pos = end
+    return pos
+
+
+def _boundary_in(path: str, pos: int, fr: int, limit: int) -> int:
+    """The first frame boundary at or after pos, at most limit (a boundary)."""
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+        return min(limit, _boundary(buf, pos, fr))
+
+
+def _unpickled(data: bytes) -> Any:
+    """A worker's answer, unpickled with the garbage collector off (see _range_runs)."""
+    import gc
+    import pickle
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        return pickle.loads(data)
+    finally:
+        if was:
+            gc.enable()
 
 
 class Stats(msgspec.Struct):
@@ -717,13 +1123,29 @@ def _add(d: dict, k: Any, n: int = 1) -> None:
     d[k] = d.get(k, 0) + n
 
 
-def stats(inputs: Any, framing: str = "auto", strict: bool = False, progress: Any = None) -> Stats:
+def _run_counts(run: Any) -> tuple:
+    """What stats needs of a run (small: the parallel path sends these, not the runs, back)."""
+    tokens = [(k, v) for k, v in (run.total_usage or {}).items() if isinstance(v, int) and not isinstance(v, bool)]
+    return (run.finish_reason, run.status, tokens, [c.payload.toolName for c in run.tool_calls],
+            [e.payload.toolName for e in run.tool_errors])
+
+
+def stats(inputs: Any, framing: str = "auto", strict: bool = False, progress: Any = None,
+          workers: int | None = None) -> Stats:
     """Counts per chunk type (from the index), runs, tokens summed over the runs' total usage,
     tool calls and tool errors per tool, finish reasons, status, bytes, and corrupt regions.
-    progress: as for reconstruct."""
+    progress: as for reconstruct.  workers: threads for the index and processes for the runs
+    (as reconstruct's; default: every CPU this process may use); the counts do not depend on it."""
+    n = _workers(workers)
     st = Stats()
     for path in iter_sources(inputs):
-        idx = scan(path, framing)
+        found: list = []
+        got: list = []        # the index, made while the workers (if any) reconstruct the runs
+        counts = None
+        if n > 1:
+            counts = _parallel_runs(path, framing, strict, found, n, _run_counts, progress,
+                                    lambda: got.append(scan(path, framing, workers=n)))
+        idx = got[0] if got else scan(path, framing, workers=n)
         name = idx.source if path != "-" else "<stdin>"
         st.bytes += idx.nbytes
         st.frames += len(idx)
@@ -731,18 +1153,19 @@ def stats(inputs: Any, framing: str = "auto", strict: bool = False, progress: An
             _add(st.chunk_types, k, v)
         if strict and idx.cut is not None:
             raise DecodeError(str(idx.cut))
-        found: list = []
-        for run in _runs(_buffer_pieces(idx.buffer, progress), name, idx.framing, strict, found):
+        if counts is None:
+            runs = _runs(_buffer_pieces(idx.buffer, progress), name, idx.framing, strict, found)
+            counts = map(_run_counts, runs)
+        for reason, status, tokens, calls, errs in counts:
             st.runs += 1
-            _add(st.finish_reasons, run.finish_reason)
-            _add(st.status, run.status)
-            for k, v in (run.total_usage or {}).items():
-                if isinstance(v, int) and not isinstance(v, bool):
-                    _add(st.tokens, k, v)
-            for c in run.tool_calls:
-                _add(st.tool_calls, c.payload.toolName)
-            for e in run.tool_errors:
-                _add(st.tool_errors, e.payload.toolName)
+            _add(st.finish_reasons, reason)
+            _add(st.status, status)
+            for k, v in tokens:
+                _add(st.tokens, k, v)
+            for t in calls:
+                _add(st.tool_calls, t)
+            for t in errs:
+                _add(st.tool_errors, t)
         st.corrupt.extend(found + ([idx.cut] if idx.cut is not None else []))   # in byte order
     return st
 
@@ -778,22 +1201,22 @@ def _arrow_schema(pa: Any) -> Any:
                       ("object", pa.string()), ("total_usage", pa.string())])
 
 
-def _run_rows(runs: Iterable[Any]) -> dict:
-    cols: dict = {c: [] for c in RUN_COLUMNS}
-    for r in runs:
-        usage = r.total_usage or {}
-        for c, v in (("run_id", r.run_id), ("status", r.status), ("finish_reason", r.finish_reason),
-                     ("text", r.text), ("reasoning_text", r.reasoning_text), ("steps", len(r.steps)),
-                     ("tool_calls", _tool_rows(r.tool_calls, "args")),
-                     ("tool_results", _tool_rows(r.tool_results, "result")),
-                     ("tool_errors", _tool_rows(r.tool_errors, "error")), ("error", _json_text(r.error)),
-                     ("tripwire", _json_text(r.tripwire)), ("object", _json_text(r.object)),
-                     ("total_usage", _json_text(usage))):
-            cols[c].append(v)
-        for c, key in _TOKENS:
-            v = usage.get(key)
-            cols[c].append(v if isinstance(v, int) and not isinstance(v, bool) else None)
-    return cols
+def _run_row(r: Any) -> tuple:
+    """A RunOutput's values for RUN_COLUMNS, in that order."""
+    usage = r.total_usage or {}
+    tokens = tuple(v if isinstance(v, int) and not isinstance(v, bool) else None
+                   for v in (usage.get(key) for _, key in _TOKENS))
+    return (r.run_id, r.status, r.finish_reason, r.text, r.reasoning_text) + tokens + (
+        len(r.steps), _tool_rows(r.tool_calls, "args"), _tool_rows(r.tool_results, "result"),
+        _tool_rows(r.tool_errors, "error"), _json_text(r.error), _json_text(r.tripwire), _json_text(r.object),
+        _json_text(usage))
+
+
+def _rows_table(rows: list) -> Any:
+    """A pyarrow Table of _run_row tuples."""
+    pa = _pyarrow()
+    cols = list(zip(*rows)) if rows else [()] * len(RUN_COLUMNS)
+    return pa.Table.from_pydict({c: list(v) for c, v in zip(RUN_COLUMNS, cols)}, schema=_arrow_schema(pa))
 
 
 def runs_to_arrow(runs: Iterable[Any]) -> Any:
@@ -802,29 +1225,31 @@ def runs_to_arrow(runs: Iterable[Any]) -> Any:
     steps, tool calls/results/errors as lists of (tool_call_id, tool_name, JSON text), and error,
     tripwire, object and the whole total_usage as JSON text (DuckDB: ``json_extract``; Polars:
     ``str.json_decode``).  Needs pyarrow."""
-    pa = _pyarrow()
-    schema = _arrow_schema(pa)
-    return pa.Table.from_pydict(_run_rows(runs), schema=schema)
+    return _rows_table([_run_row(r) for r in runs])
 
 
 def write_parquet(runs: Iterable[Any], where: Any, batch_runs: int = 4096) -> int:
     """Write runs to a Parquet file (a path or a binary file object) in row groups of
     batch_runs, so memory stays bounded by a batch however many runs stream through.  Returns
     the number of runs written."""
+    return _write_rows(map(_run_row, runs), where, batch_runs)
+
+
+def _write_rows(rows: Iterable[tuple], where: Any, batch_runs: int = 4096) -> int:
+    """write_parquet of _run_row tuples (the parallel reconstruct makes these in its workers)."""
     _pyarrow()
     import pyarrow.parquet as pq
-    schema = _arrow_schema(_pyarrow())
     n = 0
-    with pq.ParquetWriter(where, schema) as writer:
+    with pq.ParquetWriter(where, _arrow_schema(_pyarrow())) as writer:
         batch: list = []
-        for run in runs:
-            batch.append(run)
+        for row in rows:
+            batch.append(row)
             if len(batch) == batch_runs:
-                writer.write_table(runs_to_arrow(batch))
+                writer.write_table(_rows_table(batch))
                 n += len(batch)
                 batch = []
         if batch or n == 0:
-            writer.write_table(runs_to_arrow(batch))
+            writer.write_table(_rows_table(batch))
             n += len(batch)
     return n
 

@@ -23,6 +23,7 @@ EXAMPLES = {
     "reconstruct": """  chunkcodec reconstruct samples/agent_runs.ndjson
   chunkcodec reconstruct 'logs/*.ndjson.gz' --format json > runs.ndjson
   chunkcodec reconstruct logs/ --format parquet -o runs.parquet
+  chunkcodec reconstruct big.ndjson -j 1 --format json | gzip > runs.ndjson.gz   # streamed
   duckdb -c "select status, count(*) from 'runs.parquet' group by 1\"""",
     "stats": """  chunkcodec stats samples/agent_runs.ndjson
   chunkcodec stats logs/ --json | jq .tokens
@@ -157,23 +158,31 @@ def _output(args: argparse.Namespace, out: BinaryIO) -> BinaryIO:
     return out if args.output in (None, "-") else open(args.output, "wb")
 
 
+def _run_json(run: Any) -> bytes:
+    return msgspec.json.encode(run.to_mastra()) + b"\n"
+
+
+def _run_block(run: Any) -> bytes:
+    return _run_text(run).encode("utf-8", "replace")
+
+
 def _reconstruct(args: argparse.Namespace, out: BinaryIO) -> int:
     from . import bulk
     errors: list = []
     bar = _Progress(args, "reconstruct")
-    runs = bulk.reconstruct(args.inputs, args.from_, strict=args.strict, errors=errors, progress=bar)
+    # each run made into what is written in the workers (on the parallel path): only that comes back
+    apply = {"json": _run_json, "text": _run_block, "parquet": bulk._run_row}[args.format]
+    made = bulk.reconstruct(args.inputs, args.from_, strict=args.strict, errors=errors, progress=bar,
+                            workers=args.workers, apply=apply)
     dest = _output(args, out)
     try:
         if args.format == "parquet":
             if dest is out and out.isatty():
                 raise ValueError("Parquet is binary: give -o FILE (or pipe the output)")
-            bulk.write_parquet(runs, dest)
+            bulk._write_rows(made, dest)
         else:
-            for run in runs:
-                if args.format == "json":
-                    dest.write(msgspec.json.encode(run.to_mastra()) + b"\n")
-                else:
-                    dest.write(_run_text(run).encode("utf-8", "replace"))
+            for data in made:
+                dest.write(data)
     finally:
         bar.close()
         if dest is not out:
@@ -234,7 +243,7 @@ def _stats(args: argparse.Namespace, out: BinaryIO) -> int:
     from . import bulk
     bar = _Progress(args, "stats")
     try:
-        st = bulk.stats(args.inputs, args.from_, strict=args.strict, progress=bar)
+        st = bulk.stats(args.inputs, args.from_, strict=args.strict, progress=bar, workers=args.workers)
     finally:
         bar.close()
     if args.json:
@@ -250,6 +259,16 @@ def _stats(args: argparse.Namespace, out: BinaryIO) -> int:
     for e in st.corrupt:
         print(f"chunkcodec: corrupt region: {e}", file=sys.stderr)
     return 1 if st.corrupt else 0
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
+    return value
 
 
 def _positive(text: str) -> float:
@@ -298,6 +317,9 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--strict", action="store_true",
                        help="stop at the first corrupt frame (default: report it on stderr and skip it)")
         p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+        p.add_argument("-j", "--workers", type=_count, default=None, metavar="N",
+                       help="processes for each plain file of 256 MB or more (default: every CPU; -j 1 streams "
+                       "with memory bounded by the runs in flight, else a file's output is held until it is done)")
     rec.add_argument("--format", default="text", choices=["text", "json", "parquet"],
                      help="text: a block per run; json: a line per run, Mastra's camelCase fields; "
                      "parquet: a row per run (needs pyarrow)")
