@@ -2,7 +2,8 @@
 
 ``scan`` indexes a log without making a Python object per chunk: the C core walks an mmap of the
 file with the GIL released, on several threads (ranges split on frame boundaries), and returns
-numpy columns.  ``reconstruct`` and ``stats`` stream through files with the accumulator.
+numpy columns.  ``reconstruct`` and ``stats`` stream through files with the accumulator, or cut a
+large plain file between processes (see "reconstruct on several processes" below).
 
 Inputs everywhere: a path (str or os.PathLike), a directory (its files, sorted), a glob, ``-`` for
 standard input, bytes; ``.gz`` and ``.zst`` files are decompressed (zstd needs the ``zstandard``
@@ -776,6 +777,9 @@ def reconstruct(inputs: Any, framing: str = "auto", strict: bool = False, errors
 
 #: Handed out at the end of the file: after every piece.
 _AT_END = 1 << 62
+#: How much more of the file the calling process takes than each worker: the work (about 0.3 s)
+#: it does while they start up.
+_HEAD_START_BYTES = 64 << 20
 
 
 def _boundary(buf: Any, pos: int, fr: int) -> int:
@@ -797,12 +801,12 @@ def _boundary(buf: Any, pos: int, fr: int) -> int:
 
 
 def _range_runs(path: str, framing: str, fr: int, a: int, b: int, piece: int, strict: bool, only: Any,
-                fn: Any, gather: bool = True) -> bytes:
-    """A worker's job: reconstruct buf[a:b] of a plain file (a and b frame boundaries), handing
+                fn: Any, gather: bool = True, pickled: bool = True) -> Any:
+    """A worker's job (pickled=False: this process's): reconstruct buf[a:b] of a plain file (a and b frame boundaries), handing
     runs out after each piece that ends at a multiple of `piece` and at b.  framing: what the
     accumulator is told (the first range: the caller's, maybe "auto"); fr: the file's framing.
 
-    Gives, pickled, None when strict and a frame is bad, else (runs, spans, invalid, runless):
+    Gives (pickled) None when strict and a frame is bad, else (runs, spans, invalid, runless):
     - runs: (piece index or _AT_END, _order key, fn(run), or the run when fn is None);
     - spans: run id -> [start, end], the bytes the frames of its runs lie in;
     - invalid: ([(offset, length, reason, frame index)], frames in the range), the first three
@@ -822,7 +826,7 @@ def _range_runs(path: str, framing: str, fr: int, a: int, b: int, piece: int, st
     try:
         with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
             got = _reconstruct_range(buf, framing, fr, a, b, piece, strict, only, fn, gather)
-        return pickle.dumps(got, pickle.HIGHEST_PROTOCOL)
+        return pickle.dumps(got, pickle.HIGHEST_PROTOCOL) if pickled else got
     finally:
         if was:
             gc.enable()
@@ -962,18 +966,17 @@ def _gathered(buf: Any, fr: int, a: int, b: int, piece: int, only: set) -> list 
             o, stop, end = o[:-1], stop[:-1], end[:-1]
         else:
             cut = None
-        cells = [(e - 1) // piece for e in end]
-        i = 0
-        while i < len(cells):
-            j = i
-            while j < len(cells) and cells[j] == cells[i]:
-                j += 1
+        cells = (np.array(end, np.int64) - 1) // piece
+        edges = [0, *(np.flatnonzero(np.diff(cells)) + 1).tolist(), len(end)]
+        for i, j in zip(edges, edges[1:]):
+            if i == j:
+                continue
+            cell = int(cells[i])
             data = pre + glue.join([buf[o[k]:stop[k]] for k in range(i, j)]) + post
-            if out and out[-1][0] == cells[i]:
-                out[-1] = (cells[i], out[-1][1] + data)
+            if out and out[-1][0] == cell:
+                out[-1] = (cell, out[-1][1] + data)
             else:
-                out.append((cells[i], data))
-            i = j
+                out.append((cell, data))
         if cut is not None:
             out.append((None, cut))
 
@@ -1005,19 +1008,27 @@ def _parallel_runs(path: str, framing: str, strict: bool, errors: list, workers:
             fr = _FRAMINGS[framing]
         if fr not in _FRAMINGS.values():
             return None
-        cuts = sorted({0, n, *(_cut_before_run_id(buf, _boundary(buf, n * k // workers, fr), fr)
+        # this process starts on its range at once, the others after starting up: it gets more
+        head = min(_HEAD_START_BYTES, n // (2 * workers))
+        share = (n - head) // workers
+        cuts = sorted({0, n, *(_cut_before_run_id(buf, _boundary(buf, head + share * k, fr), fr)
                                for k in range(1, workers))})
     ranges = list(zip(cuts, cuts[1:]))
+    if len(ranges) < 2:
+        return None
     piece = RUN_PIECE_BYTES
-    with _pool(min(workers, len(ranges))) as ex:
-        # (the first range starts the file: it detects the framing as the one-core run does)
-        jobs = [ex.submit(_range_runs, path, framing if a == 0 else _reference._NAMES[fr], fr, a, b, piece, strict,
-                          None, fn) for a, b in ranges]
+    # (the first range starts the file: it detects the framing as the one-core run does)
+    jobs = [(path, framing if a == 0 else _reference._NAMES[fr], fr, a, b, piece, strict, None, fn) for a, b in ranges]
+    # this process does the first range, and the first of the runs done again, itself: its core
+    # would wait otherwise, and what it makes needs no sending back
+    with _pool(len(ranges) - 1) as ex:
+        running = [ex.submit(_range_runs, *job) for job in jobs[1:]]
         if meanwhile is not None:
             meanwhile()
-        done = []
-        for (a, b), job in zip(ranges, jobs):
-            done.append(_unpickled(job.result()))
+        done = [_range_runs(*jobs[0], pickled=False)]
+        for (a, b), job in zip(ranges, [None] + running):
+            if job is not None:
+                done.append(_unpickled(job.result()))
             if progress is not None:
                 progress(b - a)
         # a chunk without runId joins the run current then: one a worker found none for (at the
@@ -1040,11 +1051,12 @@ def _parallel_runs(path: str, framing: str, strict: bool, errors: list, workers:
                 g[2].add(rid)
         # (fed only their frames unless chunks without runId joined them: those are fed the
         # frames between, for the runs they join are as in the one-core run)
-        again = [ex.submit(_range_runs, path, framing if start == 0 else _reference._NAMES[fr], fr, start,
-                           _boundary_in(path, end, fr, ranges[j][1]), piece, strict, ids, fn,
-                           _GATHER and not ids & joined)
+        again = [(path, framing if start == 0 else _reference._NAMES[fr], fr, start,
+                  _boundary_in(path, end, fr, ranges[j][1]), piece, strict, ids, fn, _GATHER and not ids & joined)
                  for (i, j), (start, end, ids) in groups.items()]
-        redone = [_unpickled(job.result()) for job in again]
+        running = [ex.submit(_range_runs, *job) for job in again[1:]]
+        redone = [_range_runs(*job, pickled=False) for job in again[:1]]
+        redone += [_unpickled(job.result()) for job in running]
     shared = {rid for _, _, ids in groups.values() for rid in ids}
     _last_parallel.update(ranges=ranges, redone={k: (a, b, len(ids)) for k, (a, b, ids) in groups.items()})
     runs = [r for d in done for r in d[0] if r[1][1] not in shared]
