@@ -731,11 +731,10 @@ def reconstruct(inputs: Any, framing: str = "auto", strict: bool = False, errors
     MIN_PARALLEL_BYTES or more on N processes, which yields the same runs in the same order, but
     only once the whole file is done: what it yields for the file is held in memory meanwhile.
     Compressed files, stdin and smaller files take the one-core path.  apply then runs in the
-    worker processes, and only what it returns comes back: with a function that keeps what you
-    need of a run (it must be picklable: a module-level function), that is much cheaper than
-    sending whole RunOutputs back to be rebuilt here, which on two cores costs about what the
-    second core saves.  (Like any code that starts processes, a script calling this with workers
-    must guard its entry point with ``if __name__ == "__main__":``.)
+    worker processes (it must be picklable: a module-level function), and only what it returns
+    comes back, which costs less than sending whole RunOutputs back to be rebuilt here.  (Like any
+    code that starts processes, a script calling this with workers must guard its entry point
+    with ``if __name__ == "__main__":``.)
 
     The order: each file is fed in pieces of RUN_PIECE_BYTES; after each piece come the runs
     whose finish chunk came in it, by runId; at the end of the file the others, by runId.
