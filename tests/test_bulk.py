@@ -768,3 +768,34 @@ def test_cli_workers(tmp_path, small_parallel, parallel_logs, capsysbinary):
         assert main(["reconstruct", str(p), "--format", "parquet", "-o", str(tmp_path / f"{j}.parquet"), "-j", j]) == 0
     assert pq.read_table(tmp_path / "3.parquet").equals(pq.read_table(tmp_path / "1.parquet"))
     assert pq.read_table(tmp_path / "1.parquet").equals(bulk.runs_to_arrow(bulk.reconstruct(p)))
+
+
+def test_several_processes_on_random_logs(tmp_path, monkeypatch):
+    """Random logs (interleaved runs, some corrupt frames, chunks without runId, a run id come
+    back, any framing), random piece sizes and worker counts: always the one-core result."""
+    import random
+    from util import FRAMINGS, corrupted
+    monkeypatch.setattr(bulk, "MIN_PARALLEL_BYTES", 1)
+    rng = random.Random(11)
+    parallel = 0
+    for i in range(6):
+        frames = gen.interleaved(runs=rng.randrange(4, 12), deltas=rng.randrange(5, 40), seed=rng.randrange(1 << 30))
+        frames = frames + frames[: len(frames) // 3]                   # ids come back
+        for _ in range(rng.randrange(0, 4)):                           # corrupt frames
+            frames.insert(rng.randrange(1, len(frames)), corrupted(rng, frames, 1)[0])
+        for _ in range(rng.randrange(0, 4)):                           # no runId
+            at = rng.randrange(1, len(frames))
+            frames[at] = re.sub(rb'"runId":"[^"]*",', b"", frames[at])
+        framing, pre, sep = rng.choice(FRAMINGS)
+        p = tmp_path / f"r{i}.{framing}"
+        p.write_bytes(b"".join(pre + f + sep for f in frames))
+        monkeypatch.setattr(bulk, "RUN_PIECE_BYTES", rng.choice([512, 2048, 8192]))
+        workers = rng.randrange(2, 5)
+        e1: list = []
+        one = list(bulk.reconstruct(p, errors=e1))
+        e2: list = []
+        bulk._last_parallel.clear()
+        assert list(bulk.reconstruct(p, errors=e2, workers=workers)) == one, (i, framing, workers)
+        assert e2 == e1
+        parallel += bool(bulk._last_parallel)
+    assert parallel >= 4            # (the others met a chunk without runId where no run was current)
