@@ -763,10 +763,12 @@ def reconstruct(inputs: Any, framing: str = "auto", strict: bool = False, errors
 # The file is cut on frame boundaries into one range per worker, and each worker reconstructs its
 # range on its own, handing runs out after each piece that ends at a multiple of RUN_PIECE_BYTES
 # (from the file's start) and at the range's end.  A run id seen in one range only is that
-# range's alone: the accumulator keeps no state between runs (a chunk without runId, which joins
-# the current run, is the exception: a file with one takes the one-core path), and its pieces end
-# where the one-core run's do, so its runs are the one-core run's, handed out after the same
-# piece.  (A run that finishes in a range's last, short, piece is handed out early; if its id
+# range's alone: the accumulator keeps no state between runs, and its pieces end where the
+# one-core run's do, so its runs are the one-core run's, handed out after the same piece.  The
+# exception is a chunk without runId: it joins the run current then, the run of the last chunk
+# before it that named one.  A worker has that run unless the chunk comes before any in its range
+# (the cuts are moved to a frame naming a runId) or after that run was handed out; a worker that
+# met such a chunk says so, and the file takes the one-core path.  (A run that finishes in a range's last, short, piece is handed out early; if its id
 # comes again after the range's end, before the one-core run would have handed it out, the id is
 # in two ranges.)  A run id seen in several ranges is done again, over the bytes its frames lie in
 # (which the workers tell), fed only the frames of such ids where the index can cut them out, and
@@ -801,9 +803,10 @@ def _boundary(buf: Any, pos: int, fr: int) -> int:
 
 def _range_runs(path: str, framing: str, fr: int, a: int, b: int, piece: int, strict: bool, only: Any,
                 fn: Any, gather: bool = True, pickled: bool = True) -> Any:
-    """A worker's job (pickled=False: this process's): reconstruct buf[a:b] of a plain file (a and b frame boundaries), handing
-    runs out after each piece that ends at a multiple of `piece` and at b.  framing: what the
-    accumulator is told (the first range: the caller's, maybe "auto"); fr: the file's framing.
+    """A worker's job (pickled=False: the calling process's): reconstruct buf[a:b] of a plain
+    file (a and b frame boundaries), handing runs out after each piece that ends at a multiple
+    of `piece` and at b.  framing: what the accumulator is told (the first range: the caller's,
+    maybe "auto"); fr: the file's framing.
 
     Gives (pickled) None when strict and a frame is bad, else (runs, spans, invalid, runless):
     - runs: (piece index or _AT_END, _order key, fn(run), or the run when fn is None);
@@ -907,7 +910,7 @@ def _cut(buf: Any, a: int, b: int, piece: int) -> Iterator[tuple]:
 #: the tests turn it off to check that path on the native build).
 _GATHER = True
 #: What the last file reconstructed on several processes was cut into (for the tests): ranges,
-#: [(start, end)]; redone, {(first range, last range): (start, end, run ids)}.
+#: [(start, end)]; redone, {(first range, last range): (start, end, how many run ids)}.
 _last_parallel: dict = {}
 #: A frame as fed again on its own, by framing code: prefix, suffix.
 _REFRAME = {_reference.NDJSON: (b"", b"\n"), _reference.RS: (b"", b"\x1e"), _reference.SSE: (b"data: ", b"\n\n")}
