@@ -799,3 +799,24 @@ def test_several_processes_on_random_logs(tmp_path, monkeypatch):
         assert e2 == e1
         parallel += bool(bulk._last_parallel)
     assert parallel >= 4            # (the others met a chunk without runId where no run was current)
+
+
+ODD = {
+    "crlf.sse": lambda fs: b"".join(b"data: " + f + b"\r\n\r\n" for f in fs),
+    "fields.sse": lambda fs: b"".join(b"event: chunk\nid: 1\ndata: " + f + b"\n\n" for f in fs) + b"data: [DONE]\n\n",
+    "bom.ndjson": lambda fs: b"\xef\xbb\xbf" + b"".join(f + b"\n" for f in fs),
+    "crlf.ndjson": lambda fs: b"".join(f + b"\r\n" for f in fs),
+    "no-last-newline.ndjson": lambda fs: b"".join(f + b"\n" for f in fs)[:-1],
+    "rfc7464.rs": lambda fs: b"".join(b"\x1e" + f + b"\n" for f in fs),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ODD))
+def test_several_processes_on_framing_variants(name, tmp_path, small_parallel):
+    p = tmp_path / name
+    p.write_bytes(ODD[name](gen.interleaved(runs=12, deltas=30, seed=9)))
+    e1: list = []
+    one = list(bulk.reconstruct(p, errors=e1))
+    e2: list = []
+    assert list(bulk.reconstruct(p, errors=e2, workers=2)) == one and len(one) == 12
+    assert e2 == e1 and bulk._last_parallel["redone"]
