@@ -26,7 +26,7 @@ this process, on the same file:
   their speed-ups (median of the rounds' ratios) and that the results are identical:
   reconstruct as the command line's ``--format json`` does it (each run made into its JSON line
   in the worker), stats, and reconstruct handing whole RunOutputs back to this process (which
-  rebuilds them: that costs about what the second process saves).  Any log size goes to the
+  unpickles them); the machine probe is run in those rounds too.  Any log size goes to the
   workers here, so that a small smoke run takes the same path.  --skip-runs leaves these out.
 Best of --repeat runs; wall-clock on a shared machine is noisy, so compare the ratios.
 """
