@@ -23,7 +23,7 @@ EXAMPLES = {
     "reconstruct": """  chunkcodec reconstruct samples/agent_runs.ndjson
   chunkcodec reconstruct 'logs/*.ndjson.gz' --format json > runs.ndjson
   chunkcodec reconstruct logs/ --format parquet -o runs.parquet
-  chunkcodec reconstruct big.ndjson -j 1 --format json | gzip > runs.ndjson.gz   # streamed
+  chunkcodec reconstruct big.ndjson -j 4 --format json > runs.ndjson   # on 4 processes
   duckdb -c "select status, count(*) from 'runs.parquet' group by 1\"""",
     "stats": """  chunkcodec stats samples/agent_runs.ndjson
   chunkcodec stats logs/ --json | jq .tokens
@@ -317,13 +317,17 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--strict", action="store_true",
                        help="stop at the first corrupt frame (default: report it on stderr and skip it)")
         p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
-        p.add_argument("-j", "--workers", type=_count, default=None, metavar="N",
-                       help="processes for each plain file of 256 MB or more (default: every CPU; -j 1 streams "
-                       "with memory bounded by the runs in flight, else a file's output is held until it is done)")
     rec.add_argument("--format", default="text", choices=["text", "json", "parquet"],
                      help="text: a block per run; json: a line per run, Mastra's camelCase fields; "
                      "parquet: a row per run (needs pyarrow)")
     rec.add_argument("-o", "--output", help="write here instead of standard output")
+    rec.add_argument("-j", "--workers", type=_count, default=1, metavar="N",
+                     help="processes for each plain file of 256 MB or more, same output (default: 1, which "
+                     "streams with memory bounded by the runs in flight; with more, a file's output is held "
+                     "until the file is done)")
+    stats.add_argument("-j", "--workers", type=_count, default=None, metavar="N",
+                       help="threads and processes for each plain file of 256 MB or more, same counts "
+                       "(default: every CPU)")
     stats.add_argument("--json", action="store_true", help="machine-readable output")
 
     grep = command("grep", _grep, "chunks matching a chunk type, a run id and/or a pattern, with context "
