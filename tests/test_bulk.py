@@ -820,3 +820,62 @@ def test_several_processes_on_framing_variants(name, tmp_path, small_parallel):
     e2: list = []
     assert list(bulk.reconstruct(p, errors=e2, workers=2)) == one and len(one) == 12
     assert e2 == e1 and bulk._last_parallel["redone"]
+
+
+def test_several_files_go_to_the_workers_a_file_each(tmp_path, monkeypatch, parallel_logs, log):
+    """Files too small to split (and compressed ones) go to the workers whole, a file each; the
+    runs, corrupt regions and counts come out as on one process, in the order of the files; a
+    file large enough is split between the same processes, in its turn."""
+    monkeypatch.setattr(bulk, "MIN_FILES_PARALLEL_BYTES", 1)
+    monkeypatch.setattr(bulk, "RUN_PIECE_BYTES", 4096)
+    d = tmp_path / "logs"
+    d.mkdir()
+    (d / "a.ndjson").write_bytes(parallel_logs["every-run-again"])
+    (d / "b.sse").write_bytes(parallel_logs["sse"])
+    (d / "c.ndjson.gz").write_bytes(gzip.compress(_corrupted(log)))
+    (d / "d.rs").write_bytes(parallel_logs["rs"])
+    (d / "e.ndjson").write_bytes(parallel_logs["each-frame-twice"])
+    (d / "f.ndjson").write_bytes(b"".join(p.read_bytes() for p in CHUNK_FILES))
+    for big in (1 << 40, len(parallel_logs["each-frame-twice"])):     # e.ndjson split, or not
+        monkeypatch.setattr(bulk, "MIN_PARALLEL_BYTES", big)
+        e1: list = []
+        one = list(bulk.reconstruct(d, errors=e1))
+        e2: list = []
+        assert list(bulk.reconstruct(d, errors=e2, workers=2)) == one
+        assert e2 == e1 and len(e1) == 3 and {e.source for e in e1} == {str(d / "c.ndjson.gz")}
+        assert bulk.stats(d, workers=3) == bulk.stats(d, workers=1)
+    with pytest.raises(chunkcodec.DecodeError) as info:
+        list(bulk.reconstruct(d, strict=True))
+    with pytest.raises(chunkcodec.DecodeError) as again:
+        list(bulk.reconstruct(d, strict=True, workers=2))
+    assert str(again.value) == str(info.value) and "c.ndjson.gz" in str(info.value)
+    assert again.value.frame_index == info.value.frame_index == 5
+
+
+def test_scheduled_files(tmp_path, monkeypatch):
+    """Which files go to the workers, in which order, how many at once."""
+    monkeypatch.setattr(bulk, "MIN_PARALLEL_BYTES", 1000)
+    monkeypatch.setattr(bulk, "MIN_FILES_PARALLEL_BYTES", 300)
+    paths = []
+    for name, size in (("a", 100), ("b", 100), ("c", 2000), ("d", 100), ("e", 100), ("f", 100), ("g", 100)):
+        (tmp_path / name).write_bytes(b"{}\n" * (size // 3))
+        paths.append(str(tmp_path / name))
+    submitted = []
+
+    def submit(pool, path):
+        submitted.append(path)
+        return f"job {path[-1]}"
+
+    got = []
+    for path, job, pool in bulk._scheduled(paths, 2, submit):
+        got.append((path[-1], job, pool is not None, len(submitted)))
+    # a, b to the workers; c split here, after them; d-g to the workers, each handed on once the
+    # two after it are submitted (3 files in the workers or waiting at most)
+    assert [(p, j, s) for p, j, s, _ in got] == [("a", "job a", True), ("b", "job b", True), ("c", None, True),
+                                                ("d", "job d", True), ("e", "job e", True),
+                                                ("f", "job f", True), ("g", "job g", True)]
+    assert [n for *_, n in got] == [2, 2, 2, 5, 6, 6, 6]
+    # too little to share: all here, no pool
+    assert [(j, pool) for _, j, pool in bulk._scheduled(paths[:2], 2, submit)] == [(None, None), (None, None)]
+    assert [(j, pool) for _, j, pool in bulk._scheduled(paths, 1, submit)] == [(None, None)] * 7
+

@@ -13,6 +13,7 @@ files larger than memory; compressed input and stdin are read into memory first.
 
 from __future__ import annotations
 
+import contextlib
 import glob as _glob
 import gzip
 import io
@@ -642,12 +643,17 @@ RUN_PIECE_BYTES = 1 << 20
 #: the processes (about 0.4 s: a fresh interpreter each, importing chunkcodec) and doing again the
 #: runs that span their ranges would cost about what a second core saves on a smaller file.
 MIN_PARALLEL_BYTES = 256 << 20
+#: With workers, the files that are not split (smaller or compressed) go to the worker processes,
+#: a file each, when there are two or more of them and they hold this much (on disk) in all.
+MIN_FILES_PARALLEL_BYTES = 256 << 20
 
 
-def _file_pieces(path: str, errors: list, strict: bool, progress: Any = None) -> Iterator[Any]:
-    """The decompressed bytes of one input in RUN_PIECE_BYTES pieces; a cut compressed stream is
-    reported in errors (or raised when strict) after what came before it.  progress(n) is told of
-    each piece's size."""
+def _file_pieces(path: str, errors: list, strict: bool, progress: Any = None,
+                 piece: int | None = None) -> Iterator[Any]:
+    """The decompressed bytes of one input in pieces of `piece` (default RUN_PIECE_BYTES) bytes; a
+    cut compressed stream is reported in errors (or raised when strict) after what came before it.
+    progress(n) is told of each piece's size."""
+    piece = piece or RUN_PIECE_BYTES
     f = open_stream(path)
     plain = isinstance(f, io.BufferedReader) and f is not sys.stdin.buffer
     # a plain file: whole pieces (the order of the runs handed out depends on where the pieces
@@ -657,27 +663,28 @@ def _file_pieces(path: str, errors: list, strict: bool, progress: Any = None) ->
     try:
         while True:
             try:
-                piece = read(RUN_PIECE_BYTES)
+                data = read(piece)
             except (EOFError, OSError) as exc:
                 region = CorruptRegion(path, -1, 0, f"compressed data ends early ({exc})")
                 if strict:
                     raise DecodeError(str(region)) from None
                 errors.append(region)
                 return
-            if not piece:
+            if not data:
                 return
             if progress is not None:
-                progress(len(piece))
-            yield piece
+                progress(len(data))
+            yield data
     finally:
         if f is not sys.stdin.buffer:
             f.close()
 
 
-def _buffer_pieces(buf: Any, progress: Any = None) -> Iterator[Any]:
+def _buffer_pieces(buf: Any, progress: Any = None, size: int | None = None) -> Iterator[Any]:
+    size = size or RUN_PIECE_BYTES
     view = memoryview(buf)
-    for i in range(0, len(view), RUN_PIECE_BYTES):
-        piece = view[i:i + RUN_PIECE_BYTES]
+    for i in range(0, len(view), size):
+        piece = view[i:i + size]
         if progress is not None:
             progress(len(piece))
         yield piece
@@ -747,14 +754,102 @@ def reconstruct(inputs: Any, framing: str = "auto", strict: bool = False, errors
     """
     n = _workers(workers)
     errs = errors if errors is not None else []
-    for path in iter_sources(inputs):
+    jobs = _scheduled(iter_sources(inputs), n,
+                      lambda ex, path: ex.submit(_file_runs, path, framing, strict, apply, RUN_PIECE_BYTES))
+    for path, job, pool in jobs:
         name = "<stdin>" if path == "-" else path
-        got = _parallel_runs(path, framing, strict, errs, n, apply, progress) if n > 1 else None
-        if got is not None:
-            yield from got
-            continue
+        if job is not None:
+            got = _unpickled(job.result())
+            if got is not None:
+                made, found, size = got
+                if progress is not None:
+                    progress(size)
+                yield from made
+                errs.extend(found)
+                continue
+            # (strict, and a bad frame: done again here, which raises as the one-process run does)
+        elif pool is not None:
+            got = _parallel_runs(path, framing, strict, errs, n, apply, progress, pool=pool)
+            if got is not None:
+                yield from got
+                continue
         runs = _runs(_file_pieces(path, errs, strict, progress), name, framing, strict, errs)
         yield from (runs if apply is None else map(apply, runs))
+
+
+def _splittable(path: str) -> bool:
+    """A plain file of MIN_PARALLEL_BYTES or more."""
+    if path == "-":
+        return False
+    with open(path, "rb") as f:
+        return _decompressor(path, f.read(4)) is None and os.fstat(f.fileno()).st_size >= max(MIN_PARALLEL_BYTES, 1)
+
+
+def _scheduled(paths: Iterable[str], workers: int, submit: Any) -> Iterator[tuple]:
+    """(path, job, pool) for each input in order.  job: submit(pool, path), a future, when the file
+    went to a worker process; None when this process takes it: stdin, a file to split between the
+    processes (pool is given then), or every file with one worker or too little to share.  Up to
+    `workers` files are in the workers at once; the pool is shut down at the end."""
+    if workers <= 1:
+        yield from ((path, None, None) for path in paths)
+        return
+    paths = list(paths)
+    split = [_splittable(p) for p in paths]
+    whole = [p for p, big in zip(paths, split) if not big and p != "-"]
+    share = len(whole) > 1 and sum(os.path.getsize(p) for p in whole) >= max(MIN_FILES_PARALLEL_BYTES, 1)
+    if not share and not any(split):
+        yield from ((path, None, None) for path in paths)
+        return
+    import collections
+    pool = _pool(workers)
+    waiting: collections.deque = collections.deque()
+    try:
+        for path, big in zip(paths, split):
+            if share and not big and path != "-":
+                waiting.append((path, submit(pool, path), pool))
+                if len(waiting) > workers:
+                    yield waiting.popleft()
+                continue
+            while waiting:
+                yield waiting.popleft()
+            yield path, None, (pool if big else None)
+        while waiting:
+            yield waiting.popleft()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _file_runs(path: str, framing: str, strict: bool, fn: Any, piece: int) -> bytes:
+    """A worker's job: reconstruct one whole file, read in pieces of `piece` bytes.  Gives, pickled,
+    (fn(run) or run for each run, the file's CorruptRegions, the bytes read), or None when strict
+    and a frame is bad."""
+    import pickle
+    size = [0]
+
+    def count(k: int) -> None:
+        size[0] += k
+
+    def work() -> Any:
+        found: list = []
+        try:
+            runs = _runs(_file_pieces(path, found, strict, count, piece), path, framing, strict, found)
+            made = [r if fn is None else fn(r) for r in runs]
+        except DecodeError:
+            return None
+        return made, found, size[0]
+    return pickle.dumps(_without_gc(work), pickle.HIGHEST_PROTOCOL)
+
+
+def _without_gc(work: Any) -> Any:
+    """work(), with the garbage collector off meanwhile (see _range_runs)."""
+    import gc
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        return work()
+    finally:
+        if was:
+            gc.enable()
 
 
 # ------------------------------------------------------------------------------------------------
@@ -821,17 +916,13 @@ def _range_runs(path: str, framing: str, fr: int, a: int, b: int, piece: int, st
 
     The garbage collector is off meanwhile: what is built here holds no reference cycle, and a
     collector walking the growing list of runs would cost a third of the time."""
-    import gc
     import pickle
-    was = gc.isenabled()
-    gc.disable()
-    try:
+
+    def work() -> Any:
         with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
             got = _reconstruct_range(buf, framing, fr, a, b, piece, strict, only, fn, gather)
         return pickle.dumps(got, pickle.HIGHEST_PROTOCOL) if pickled else got
-    finally:
-        if was:
-            gc.enable()
+    return _without_gc(work)
 
 
 def _reconstruct_range(buf: Any, framing: str, fr: int, a: int, b: int, piece: int, strict: bool, only: Any,
@@ -992,11 +1083,12 @@ def _pool(workers: int) -> Any:
 
 
 def _parallel_runs(path: str, framing: str, strict: bool, errors: list, workers: int, fn: Any,
-                   progress: Any, meanwhile: Any = None) -> list | None:
+                   progress: Any, meanwhile: Any = None, pool: Any = None) -> list | None:
     """reconstruct of one plain file on `workers` processes, as a list in the one-core order; None
     when the file takes the one-core path (compressed, stdin, small, not decided by its first
     64 KiB, a chunk without runId, or strict with a bad frame: the one-core run then raises).
-    meanwhile: called while the workers work, when they do."""
+    meanwhile: called while the workers work, when they do.  pool: worker processes to use (at
+    least workers - 1 of them, idle), else a pool is started here."""
     if path == "-" or framing not in ("auto", "sse", "rs", "ndjson"):
         return None
     with open(path, "rb") as f:
@@ -1023,7 +1115,7 @@ def _parallel_runs(path: str, framing: str, strict: bool, errors: list, workers:
     jobs = [(path, framing if a == 0 else _reference._NAMES[fr], fr, a, b, piece, strict, None, fn) for a, b in ranges]
     # this process does the first range, and the first of the runs done again, itself: its core
     # would wait otherwise, and what it makes needs no sending back
-    with _pool(len(ranges) - 1) as ex:
+    with contextlib.nullcontext(pool) if pool is not None else _pool(len(ranges) - 1) as ex:
         running = [ex.submit(_range_runs, *job) for job in jobs[1:]]
         if meanwhile is not None:
             meanwhile()
@@ -1108,15 +1200,8 @@ def _boundary_in(path: str, pos: int, fr: int, limit: int) -> int:
 
 def _unpickled(data: bytes) -> Any:
     """A worker's answer, unpickled with the garbage collector off (see _range_runs)."""
-    import gc
     import pickle
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        return pickle.loads(data)
-    finally:
-        if was:
-            gc.enable()
+    return _without_gc(lambda: pickle.loads(data))
 
 
 class Stats(msgspec.Struct):
@@ -1148,40 +1233,83 @@ def stats(inputs: Any, framing: str = "auto", strict: bool = False, progress: An
           workers: int | None = None) -> Stats:
     """Counts per chunk type (from the index), runs, tokens summed over the runs' total usage,
     tool calls and tool errors per tool, finish reasons, status, bytes, and corrupt regions.
-    progress: as for reconstruct.  workers: threads for the index and processes for the runs
-    (as reconstruct's; default: every CPU this process may use); the counts do not depend on it."""
+    progress: as for reconstruct.  workers: threads for the index and processes for the runs (as
+    reconstruct's, files shared out the same way; default: every CPU this process may use); the
+    counts do not depend on it."""
     n = _workers(workers)
     st = Stats()
-    for path in iter_sources(inputs):
-        found: list = []
-        got: list = []        # the index, made while the workers (if any) reconstruct the runs
-        counts = None
-        if n > 1:
-            counts = _parallel_runs(path, framing, strict, found, n, _run_counts, progress,
-                                    lambda: got.append(scan(path, framing, workers=n)))
-        idx = got[0] if got else scan(path, framing, workers=n)
-        name = idx.source if path != "-" else "<stdin>"
-        st.bytes += idx.nbytes
-        st.frames += len(idx)
-        for k, v in idx.type_counts().items():
-            _add(st.chunk_types, k, v)
-        if strict and idx.cut is not None:
-            raise DecodeError(str(idx.cut))
-        if counts is None:
-            runs = _runs(_buffer_pieces(idx.buffer, progress), name, idx.framing, strict, found)
-            counts = map(_run_counts, runs)
-        for reason, status, tokens, calls, errs in counts:
-            st.runs += 1
-            _add(st.finish_reasons, reason)
-            _add(st.status, status)
-            for k, v in tokens:
-                _add(st.tokens, k, v)
-            for t in calls:
-                _add(st.tool_calls, t)
-            for t in errs:
-                _add(st.tool_errors, t)
-        st.corrupt.extend(found + ([idx.cut] if idx.cut is not None else []))   # in byte order
+    jobs = _scheduled(iter_sources(inputs), n,
+                      lambda ex, path: ex.submit(_file_stats, path, framing, strict, RUN_PIECE_BYTES))
+    for path, job, pool in jobs:
+        part = _unpickled(job.result()) if job is not None else None
+        if part is not None:
+            if progress is not None:
+                progress(part.bytes)
+        else:       # (this process's file; or strict and a bad frame: done again here, which raises)
+            part = _stats_of(path, framing, strict, n if job is None else 1, progress, pool)
+        _merge(st, part)
     return st
+
+
+def _file_stats(path: str, framing: str, strict: bool, piece: int) -> bytes:
+    """A worker's job: stats of one file (its runs handed out after pieces of `piece` bytes), pickled;
+    None when strict and a frame is bad."""
+    import pickle
+
+    def work() -> Any:
+        try:
+            return _stats_of(path, framing, strict, 1, None, None, piece)
+        except DecodeError:
+            return None
+    return pickle.dumps(_without_gc(work), pickle.HIGHEST_PROTOCOL)
+
+
+def _stats_of(path: str, framing: str, strict: bool, n: int, progress: Any, pool: Any,
+              piece: int | None = None) -> Stats:
+    """stats of one input; the runs on n processes (pool: the workers to use, if any) for a file
+    that is split, else handed out after pieces of `piece` bytes (default RUN_PIECE_BYTES)."""
+    st = Stats()
+    found: list = []
+    got: list = []        # the index, made while the workers (if any) reconstruct the runs
+    counts = None
+    if n > 1:
+        counts = _parallel_runs(path, framing, strict, found, n, _run_counts, progress,
+                                lambda: got.append(scan(path, framing, workers=n)), pool=pool)
+    idx = got[0] if got else scan(path, framing, workers=n)
+    name = idx.source if path != "-" else "<stdin>"
+    st.bytes += idx.nbytes
+    st.frames += len(idx)
+    for k, v in idx.type_counts().items():
+        _add(st.chunk_types, k, v)
+    if strict and idx.cut is not None:
+        raise DecodeError(str(idx.cut))
+    if counts is None:
+        runs = _runs(_buffer_pieces(idx.buffer, progress, piece), name, idx.framing, strict, found)
+        counts = map(_run_counts, runs)
+    for reason, status, tokens, calls, errs in counts:
+        st.runs += 1
+        _add(st.finish_reasons, reason)
+        _add(st.status, status)
+        for k, v in tokens:
+            _add(st.tokens, k, v)
+        for t in calls:
+            _add(st.tool_calls, t)
+        for t in errs:
+            _add(st.tool_errors, t)
+    st.corrupt.extend(found + ([idx.cut] if idx.cut is not None else []))   # in byte order
+    return st
+
+
+def _merge(st: Stats, part: Stats) -> None:
+    st.bytes += part.bytes
+    st.frames += part.frames
+    st.runs += part.runs
+    for mine, theirs in ((st.chunk_types, part.chunk_types), (st.finish_reasons, part.finish_reasons),
+                         (st.status, part.status), (st.tokens, part.tokens), (st.tool_calls, part.tool_calls),
+                         (st.tool_errors, part.tool_errors)):
+        for k, v in theirs.items():
+            _add(mine, k, v)
+    st.corrupt.extend(part.corrupt)
 
 
 # ------------------------------------------------------------------------------------------------
