@@ -879,3 +879,15 @@ def test_scheduled_files(tmp_path, monkeypatch):
     assert [(j, pool) for _, j, pool in bulk._scheduled(paths[:2], 2, submit)] == [(None, None), (None, None)]
     assert [(j, pool) for _, j, pool in bulk._scheduled(paths, 1, submit)] == [(None, None)] * 7
 
+
+def test_stats_of_runs_without_a_finish(tmp_path, log, capsysbinary):
+    """A log cut in the middle of its runs: their finish reason is none, counted under "(none)",
+    and --json still writes it (JSON keys are strings)."""
+    from chunkcodec.cli import main
+    p = tmp_path / "cut.ndjson"
+    p.write_bytes(log[: len(log) // 20].rsplit(b"\n", 1)[0] + b"\n")
+    st = bulk.stats(p)
+    assert st.finish_reasons[bulk.NO_FINISH_REASON] == st.runs - sum(
+        v for k, v in st.finish_reasons.items() if k != bulk.NO_FINISH_REASON) > 0
+    assert main(["stats", str(p), "--json"]) == 0
+    assert json.loads(capsysbinary.readouterr().out)["finish_reasons"] == st.finish_reasons

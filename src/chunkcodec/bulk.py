@@ -1204,8 +1204,14 @@ def _unpickled(data: bytes) -> Any:
     return _without_gc(lambda: pickle.loads(data))
 
 
+#: stats' finish_reasons key for the runs without one (no finish chunk: a run cut off, or still
+#: going when the log was written), so that every key is a string, as JSON needs.
+NO_FINISH_REASON = "(none)"
+
+
 class Stats(msgspec.Struct):
-    """What ``stats`` counts over one or more logs."""
+    """What ``stats`` counts over one or more logs (finish_reasons counts the runs without a finish
+    reason under NO_FINISH_REASON)."""
     bytes: int = 0
     frames: int = 0
     runs: int = 0
@@ -1225,7 +1231,8 @@ def _add(d: dict, k: Any, n: int = 1) -> None:
 def _run_counts(run: Any) -> tuple:
     """What stats needs of a run (small: the parallel path sends these, not the runs, back)."""
     tokens = [(k, v) for k, v in (run.total_usage or {}).items() if isinstance(v, int) and not isinstance(v, bool)]
-    return (run.finish_reason, run.status, tokens, [c.payload.toolName for c in run.tool_calls],
+    reason = run.finish_reason if run.finish_reason is not None else NO_FINISH_REASON
+    return (reason, run.status, tokens, [c.payload.toolName for c in run.tool_calls],
             [e.payload.toolName for e in run.tool_errors])
 
 
