@@ -23,6 +23,7 @@ this process, on the same file:
 - the pure-Python baseline on the first --sample-mb: for each line json.loads, then the type,
   runId and delta text an index needs; reported as a ratio,
 - reconstruct and stats on one process and on two (bulk.reconstruct/stats workers=), alternating,
+  the log whole and (reconstruct) cut into 8 files, which go to the workers a file each,
   their speed-ups (median of the rounds' ratios) and that the results are identical:
   reconstruct as the command line's ``--format json`` does it (each run made into its JSON line
   in the worker), stats, and reconstruct handing whole RunOutputs back to this process (which
@@ -146,7 +147,7 @@ def main() -> int:
                    for c in ("offset", "length", "type", "run", "text_off", "text_len")) \
             and one.run_ids == two.run_ids
         tp, (psize, pframes) = best(lambda: python_index(path, args.sample_mb << 20), 1)
-        runs = {} if args.skip_runs else measure_runs(path, args.repeat)
+        runs = {} if args.skip_runs else measure_runs(path, args.repeat, cut_into_files(path, tmp, 8))
         gbs1, gbs2 = size / t1 / 1e9, size / t2 / 1e9
         py = psize / tp / 1e9
         print(json.dumps({"bytes": size, "frames": len(one), "runs": len(one.run_ids),
@@ -172,14 +173,33 @@ def main() -> int:
     return 0
 
 
-def measure_runs(path, repeat):
-    """reconstruct (as --format json, and as RunOutputs) and stats on one process and on two."""
+def cut_into_files(path, where, k):
+    """The log cut on line ends into k files in the directory `where`/parts (the last files may
+    be empty for a tiny log)."""
+    d = pathlib.Path(where) / "parts"
+    d.mkdir()
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        at = 0
+        for i in range(k):
+            end = len(data) if i == k - 1 else data.find(b"\n", max(at, len(data) * (i + 1) // k)) + 1 or len(data)
+            with open(d / f"part{i}.ndjson", "wb") as out:
+                for j in range(at, end, 1 << 24):
+                    out.write(data[j:min(end, j + (1 << 24))])
+            at = end
+    return d
+
+
+def measure_runs(path, repeat, parts):
+    """reconstruct (as --format json, and as RunOutputs) and stats on one process and on two;
+    reconstruct as --format json of the same log cut into files, a file to each worker."""
     from chunkcodec.cli import _run_json
     bulk.MIN_PARALLEL_BYTES = 0
+    bulk.MIN_FILES_PARALLEL_BYTES = 0
     cases = {
         "reconstruct_json": lambda w: b"".join(bulk.reconstruct(path, workers=w, apply=_run_json)),
         "stats": lambda w: bulk.stats(path, workers=w),
         "reconstruct_runoutputs": lambda w: list(bulk.reconstruct(path, workers=w)),
+        "reconstruct_json_8_files": lambda w: b"".join(bulk.reconstruct(parts, workers=w, apply=_run_json)),
     }
     out, same, probes = {}, True, []
     with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m, \
