@@ -737,11 +737,14 @@ def reconstruct(inputs: Any, framing: str = "auto", strict: bool = False, errors
     the file.  workers=N (None: every CPU this process may use) reconstructs each plain file of
     MIN_PARALLEL_BYTES or more on N processes, which yields the same runs in the same order, but
     only once the whole file is done: what it yields for the file is held in memory meanwhile.
-    Compressed files, stdin and smaller files take the one-core path.  apply then runs in the
-    worker processes (it must be picklable: a module-level function), and only what it returns
-    comes back, which costs less than sending whole RunOutputs back to be rebuilt here.  (Like any
-    code that starts processes, a script calling this with workers must guard its entry point
-    with ``if __name__ == "__main__":``.)
+    The other files (smaller or compressed) go to the workers a file each, when there are two or
+    more of them holding MIN_FILES_PARALLEL_BYTES in all; their results come back in the order of
+    the files, at most workers + 1 files' worth held at once.  Stdin, and files too few or small
+    to share, take the one-core path.  apply then runs in the worker processes (it must be
+    picklable: a module-level function), and only what it returns comes back, which costs less
+    than sending whole RunOutputs back to be rebuilt here.  (Like any code that starts processes,
+    a script calling this with workers must guard its entry point with
+    ``if __name__ == "__main__":``.)
 
     The order: each file is fed in pieces of RUN_PIECE_BYTES; after each piece come the runs
     whose finish chunk came in it, by runId; at the end of the file the others, by runId.
