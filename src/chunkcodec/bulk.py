@@ -791,8 +791,9 @@ def _splittable(path: str) -> bool:
 def _scheduled(paths: Iterable[str], workers: int, submit: Any) -> Iterator[tuple]:
     """(path, job, pool) for each input in order.  job: submit(pool, path), a future, when the file
     went to a worker process; None when this process takes it: stdin, a file to split between the
-    processes (pool is given then), or every file with one worker or too little to share.  Up to
-    `workers` files are in the workers at once; the pool is shut down at the end."""
+    processes (pool is given then), or every file with one worker or too little to share.  At
+    most workers + 1 files are submitted and not yet handed on (their answers are what is held);
+    the pool is shut down at the end, or when the caller stops early."""
     if workers <= 1:
         yield from ((path, None, None) for path in paths)
         return
