@@ -695,7 +695,7 @@ def _run_of(acc: "AccumulatorBase", run_id: Any, from_: Any) -> _Run:
         if run is None:
             run = acc._current = acc._runs[None] = _Run(acc, None, from_)
             acc._main = acc._main or run
-        acc.runless_into.add(run.run_id)
+        acc._runless_into.add(run.run_id)
         return run
     run = acc._runs.get(run_id)
     if run is None:
@@ -745,7 +745,7 @@ class AccumulatorBase:
         #: the runIds of the runs that chunks without runId joined (None: a run of their own, made
         #: when no run was current).  Such a chunk belongs to the run current then, a tie to the
         #: chunks before it that bulk.reconstruct's workers must not cut.
-        self.runless_into: set = set()
+        self._runless_into: set = set()
         self._tool_args: Dict[str, _ToolArgs] = {}
         self._decoder: Any = None
         self._closed = False
@@ -848,7 +848,7 @@ class AccumulatorBase:
         ta.buf.owner = ta
         return ta.buf, ta
 
-    def _text_start(self, run_id: str, from_: str) -> None:
+    def _make_current(self, run_id: str, from_: str) -> None:
         """A text-start frame without providerMetadata, or a start frame of payload {id,
         messageId}, read by the native decoder: all either does is make its run the current one
         (a new run at its first chunk)."""

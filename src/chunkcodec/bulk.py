@@ -827,7 +827,6 @@ def _file_runs(path: str, framing: str, strict: bool, fn: Any, piece: int) -> by
     """A worker's job: reconstruct one whole file, read in pieces of `piece` bytes.  Gives, pickled,
     (fn(run) or run for each run, the file's CorruptRegions, the bytes read), or None when strict
     and a frame is bad."""
-    import pickle
     size = [0]
 
     def count(k: int) -> None:
@@ -841,7 +840,13 @@ def _file_runs(path: str, framing: str, strict: bool, fn: Any, piece: int) -> by
         except DecodeError:
             return None
         return made, found, size[0]
-    return pickle.dumps(_without_gc(work), pickle.HIGHEST_PROTOCOL)
+    return _answer(work)
+
+
+def _answer(work: Any) -> bytes:
+    """A worker's answer: work(), pickled, both with the garbage collector off."""
+    import pickle
+    return _without_gc(lambda: pickle.dumps(work(), pickle.HIGHEST_PROTOCOL))
 
 
 def _without_gc(work: Any) -> Any:
@@ -883,21 +888,23 @@ _HEAD_START_BYTES = 64 << 20
 
 
 def _boundary(buf: Any, pos: int, fr: int) -> int:
-    """The first frame boundary at or after pos (just past a separator), or len(buf)."""
+    """The first frame boundary at or after pos (just past a separator), or len(buf).  (Also
+    chunkcodec.dask's, for its partitions.)"""
+    n = len(buf)
+    if pos <= 0:
+        return 0
+    if pos >= n:
+        return n
     if _bulk is not None and not os.environ.get("CHUNKCODEC_NO_EXTENSIONS"):
         return _bulk.boundary(buf, pos, fr)
-    n = len(buf)
-    if pos <= 0 or pos >= n:
-        return max(0, min(pos, n))
-    if fr != _reference.SSE and buf[pos - 1] == (0x1E if fr == _reference.RS else 0x0A):
+    if fr == _reference.SSE:
+        ends = [i + len(t) for t in (b"\n\n", b"\n\r\n") if (i := buf.find(t, pos - 1)) >= 0]
+        return min(ends) if ends else n
+    sep = _reference._SUFFIX[fr]
+    if buf[pos - 1:pos] == sep:
         return pos
-    at, step = pos, 1 << 16
-    while at < n:
-        e = _reference.find_end(fr, bytes(buf[max(0, at - 2):at]), bytes(buf[at:at + step]))
-        if e >= 0:
-            return at + e
-        at += step
-    return n
+    i = buf.find(sep, pos)
+    return i + 1 if i >= 0 else n
 
 
 def _range_runs(path: str, framing: str, fr: int, a: int, b: int, piece: int, strict: bool, only: Any,
@@ -920,13 +927,10 @@ def _range_runs(path: str, framing: str, fr: int, a: int, b: int, piece: int, st
 
     The garbage collector is off meanwhile: what is built here holds no reference cycle, and a
     collector walking the growing list of runs would cost a third of the time."""
-    import pickle
-
     def work() -> Any:
         with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
-            got = _reconstruct_range(buf, framing, fr, a, b, piece, strict, only, fn, gather)
-        return pickle.dumps(got, pickle.HIGHEST_PROTOCOL) if pickled else got
-    return _without_gc(work)
+            return _reconstruct_range(buf, framing, fr, a, b, piece, strict, only, fn, gather)
+    return _answer(work) if pickled else _without_gc(work)
 
 
 def _reconstruct_range(buf: Any, framing: str, fr: int, a: int, b: int, piece: int, strict: bool, only: Any,
@@ -979,7 +983,7 @@ def _reconstruct_range(buf: Any, framing: str, fr: int, a: int, b: int, piece: i
     seen(hand_out(_AT_END, acc.pop_results()), last, b)
     bad = [] if only is not None else [(inv.pos, len(inv.raw), str(inv.error), inv.frame_index)
                                        for inv in acc.invalid_frames]
-    return out, span, (bad, 0 if dec is None else dec.frame_index), acc.runless_into
+    return out, span, (bad, 0 if dec is None else dec.frame_index), acc._runless_into
 
 
 def _last_boundary(buf: Any, lo: int, hi: int, fr: int, default: int) -> int:
@@ -1007,24 +1011,22 @@ _GATHER = True
 #: What the last file reconstructed on several processes was cut into (for the tests): ranges,
 #: [(start, end)]; redone, {(first range, last range): (start, end, how many run ids)}.
 _last_parallel: dict = {}
-#: A frame as fed again on its own, by framing code: prefix, suffix.
-_REFRAME = {_reference.NDJSON: (b"", b"\n"), _reference.RS: (b"", b"\x1e"), _reference.SSE: (b"data: ", b"\n\n")}
 
 
 def _gathered(buf: Any, fr: int, a: int, b: int, piece: int, only: set) -> list | None:
     """The frames in buf[a:b] of the runs in `only`, and every tool-output frame, as
-    (piece index, bytes) by the piece each ends in, each frame re-framed on its own; the last
+    (piece index, bytes) by the piece each ends in, each frame framed anew on its own; the last
     as (None, bytes) when the file ends in the middle of it.  None when the index cannot give
     them (the plain-Python build, or an SSE event of several data lines)."""
     if _bulk is None or os.environ.get("CHUNKCODEC_NO_EXTENSIONS"):
         return None
     import numpy as np
-    pre, post = _REFRAME[fr]
+    pre, post = _reference._PREFIX[fr], _reference._SUFFIX[fr]     # a frame as the encoder writes it
     glue = post + pre
     n = len(buf)
     view = np.frombuffer(buf, np.uint8)
     # the separator a frame's JSON text is most often followed by at once (else: look for it)
-    sep = np.frombuffer({_reference.NDJSON: b"\n", _reference.RS: b"\x1e", _reference.SSE: b"\n\n"}[fr], np.uint8)
+    sep = np.frombuffer(post, np.uint8)
     sc = _bulk.RangeScan(_TYPES, buf, a, b, fr)
     cols = tuple(np.empty(PIECE_ROWS, d) for d in _bulk.DTYPES)
     wanted = np.zeros(0, bool)
@@ -1093,24 +1095,26 @@ def _parallel_runs(path: str, framing: str, strict: bool, errors: list, workers:
     64 KiB, a chunk without runId, or strict with a bad frame: the one-core run then raises).
     meanwhile: called while the workers work, when they do.  pool: worker processes to use (at
     least workers - 1 of them, idle), else a pool is started here."""
-    if path == "-" or framing not in ("auto", "sse", "rs", "ndjson"):
+    if framing not in ("auto", "sse", "rs", "ndjson") or not _splittable(path):
         return None
-    with open(path, "rb") as f:
-        if _decompressor(path, f.read(4)) is not None or os.fstat(f.fileno()).st_size < max(MIN_PARALLEL_BYTES, 1):
-            return None
-        buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-    with buf:
-        n = len(buf)
-        fr, _ = _reference.detect_framing(bytes(buf[:65536]), False)
-        if framing != "auto":
-            fr = _FRAMINGS[framing]
-        if fr not in _FRAMINGS.values():
-            return None
-        # this process starts on its range at once, the others after starting up: it gets more
-        head = min(_HEAD_START_BYTES, n // (2 * workers))
-        share = (n - head) // workers
-        cuts = sorted({0, n, *(_cut_before_run_id(buf, _boundary(buf, head + share * k, fr), fr)
-                               for k in range(1, workers))})
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+        return _split_runs(path, buf, framing, strict, errors, workers, fn, progress, meanwhile, pool)
+
+
+def _split_runs(path: str, buf: Any, framing: str, strict: bool, errors: list, workers: int, fn: Any,
+                progress: Any, meanwhile: Any, pool: Any) -> list | None:
+    """_parallel_runs of a plain file large enough, mapped as buf."""
+    n = len(buf)
+    fr, _ = _reference.detect_framing(bytes(buf[:65536]), False)
+    if framing != "auto":
+        fr = _FRAMINGS[framing]
+    if fr not in _FRAMINGS.values():
+        return None
+    # this process starts on its range at once, the others after starting up: it gets more
+    head = min(_HEAD_START_BYTES, n // (2 * workers))
+    share = (n - head) // workers
+    cuts = sorted({0, n, *(_cut_before_run_id(buf, _boundary(buf, head + share * k, fr), fr)
+                           for k in range(1, workers))})
     ranges = list(zip(cuts, cuts[1:]))
     if len(ranges) < 2:
         return None
@@ -1150,7 +1154,7 @@ def _parallel_runs(path: str, framing: str, strict: bool, errors: list, workers:
         # (fed only their frames unless chunks without runId joined them: those are fed the
         # frames between, for the runs they join are as in the one-core run)
         again = [(path, framing if start == 0 else _reference._NAMES[fr], fr, start,
-                  _boundary_in(path, end, fr, ranges[j][1]), piece, strict, ids, fn, _GATHER and not ids & joined)
+                  min(ranges[j][1], _boundary(buf, end, fr)), piece, strict, ids, fn, _GATHER and not ids & joined)
                  for (i, j), (start, end, ids) in groups.items()]
         running = [ex.submit(_range_runs, *job) for job in again[1:]]
         redone = [_range_runs(*job, pickled=False) for job in again[:1]]
@@ -1194,12 +1198,6 @@ def _cut_before_run_id(buf: Any, pos: int, fr: int) -> int:
             return pos
         pos = end
     return pos
-
-
-def _boundary_in(path: str, pos: int, fr: int, limit: int) -> int:
-    """The first frame boundary at or after pos, at most limit (a boundary)."""
-    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
-        return min(limit, _boundary(buf, pos, fr))
 
 
 def _unpickled(data: bytes) -> Any:
@@ -1265,14 +1263,12 @@ def stats(inputs: Any, framing: str = "auto", strict: bool = False, progress: An
 def _file_stats(path: str, framing: str, strict: bool, piece: int) -> bytes:
     """A worker's job: stats of one file (its runs handed out after pieces of `piece` bytes), pickled;
     None when strict and a frame is bad."""
-    import pickle
-
     def work() -> Any:
         try:
             return _stats_of(path, framing, strict, 1, None, None, piece)
         except DecodeError:
             return None
-    return pickle.dumps(_without_gc(work), pickle.HIGHEST_PROTOCOL)
+    return _answer(work)
 
 
 def _stats_of(path: str, framing: str, strict: bool, n: int, progress: Any, pool: Any,

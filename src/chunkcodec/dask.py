@@ -39,26 +39,6 @@ def _parse_size(size: Any) -> int | None:
     return parse_bytes(size)
 
 
-def _boundary(buf: Any, pos: int, fr: int) -> int:
-    """The first frame boundary at or after pos (both paths agree with themselves, which is all
-    the partitions need: each range starts where the previous one ends)."""
-    n = len(buf)
-    if pos <= 0:
-        return 0
-    if pos >= n:
-        return n
-    if bulk._bulk is not None and not os.environ.get("CHUNKCODEC_NO_EXTENSIONS"):
-        return bulk._bulk.boundary(buf, pos, fr)
-    if fr == _reference.SSE:
-        ends = [i + len(t) for t in (b"\n\n", b"\n\r\n") if (i := buf.find(t, pos - 1)) >= 0]
-        return min(ends) if ends else n
-    sep = b"\x1e" if fr == _reference.RS else b"\n"
-    if buf[pos - 1:pos] == sep:
-        return pos
-    i = buf.find(sep, pos)
-    return i + 1 if i >= 0 else n
-
-
 def _chunks_frame(path: str, start: int, end: int | None, framing: str) -> Any:
     """One partition of read_chunks: the frames that start in [start, end) of the file, the
     range's ends moved to frame boundaries."""
@@ -75,7 +55,7 @@ def _chunks_frame(path: str, start: int, end: int | None, framing: str) -> Any:
         with open(path, "rb") as f:
             buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
         fr = bulk._framing_of(buf, framing)
-        a, b = _boundary(buf, start, fr), _boundary(buf, end, fr)
+        a, b = bulk._boundary(buf, start, fr), bulk._boundary(buf, end, fr)
         # a view of the range keeps absolute offsets right: scan it, then shift by a
         idx = bulk._scan(memoryview(buf)[a:b], path, _reference._NAMES[fr], 1)
         idx.offset += a
