@@ -121,9 +121,22 @@ static inline size_t skip_ws(const char *p, size_t i, size_t n) {
 static size_t skip_str(const char *p, size_t i, size_t n) {
     size_t from = i;
     for (;;) {
-        const char *q = memchr(p + i, '"', n - i);
-        if (!q) return 0;
-        size_t k = (size_t)(q - p), j = k;
+        size_t k = n;
+#if defined(__SSE2__)
+        if (n - i >= 16) {               /* most strings here are keys and ids: the first 16
+                                            bytes without a call */
+            unsigned mask = (unsigned)_mm_movemask_epi8(
+                _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(p + i)), _mm_set1_epi8('"')));
+            if (mask) k = i + ctz64(mask);
+            else i += 16;
+        }
+#endif
+        if (k == n) {
+            const char *q = memchr(p + i, '"', n - i);
+            if (!q) return 0;
+            k = (size_t)(q - p);
+        }
+        size_t j = k;
         while (j > from && p[j - 1] == '\\') j--;
         if (((k - j) & 1) == 0) return k + 1;
         i = k + 1;

@@ -91,11 +91,26 @@ CC_INLINE int same(const char *a, const char *b, size_t n) {
         if (n >= 2) return ((load16(a) ^ load16(b)) | (load16(a + n - 2) ^ load16(b + n - 2))) == 0;
         return n == 0 || a[0] == b[0];
     }
+    if (n <= 16)                       /* two overlapping 8-byte words */
+        return ((load64(a) ^ load64(b)) | (load64(a + n - 8) ^ load64(b + n - 8))) == 0;
+#if defined(__SSE2__)
+    /* 16 bytes at a time, the last block overlapping: a 36-byte run id in three */
+    __m128i d = _mm_setzero_si128();
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        d = _mm_or_si128(d, _mm_xor_si128(_mm_loadu_si128((const __m128i *)(a + i)),
+                                          _mm_loadu_si128((const __m128i *)(b + i))));
+    if (i < n)
+        d = _mm_or_si128(d, _mm_xor_si128(_mm_loadu_si128((const __m128i *)(a + n - 16)),
+                                          _mm_loadu_si128((const __m128i *)(b + n - 16))));
+    return _mm_movemask_epi8(_mm_cmpeq_epi8(d, _mm_setzero_si128())) == 0xFFFF;
+#else
     uint64_t d = 0;
     size_t i = 0;
     for (; i + 8 <= n; i += 8) d |= load64(a + i) ^ load64(b + i);
     if (i < n) d |= load64(a + n - 8) ^ load64(b + n - 8);
     return d == 0;
+#endif
 }
 
 /* Copy n bytes from src to dst in at most two overlapping loads and stores when n <= 16 (the

@@ -168,6 +168,23 @@ def test_randomly_corrupted_frames_of_every_type_native_equals_reference(seed, r
         assert _columns(bulk.scan(data, framing)) == _columns(reference(data, framing))
 
 
+
+def test_strings_with_backslash_runs_before_quotes_native_equals_reference(reference):
+    """A non-delta frame's strings are skipped 16 bytes at a time: a quote after an odd run of
+    backslashes does not end the string, after an even run it does, wherever the run falls
+    against the 16-byte block, at the top level and nested."""
+    frames = []
+    for pad in range(18):
+        for run in range(4):
+            s = b"x" * pad + b"\\" * run + b'"' + b"{[y"
+            body = b'"' + s + (b'"' if run % 2 else b"")    # an even run closes the string early
+            frames.append(b'{"type":"finish","runId":"r%d","payload":{"a":[%s],"k%s":1}}' % (pad, body, s))
+            frames.append(b'{"type":"start","runId":' + body + b',"payload":{}}')
+    data = b"\n".join(frames) + b"\n"
+    idx = bulk.scan(data, "ndjson")
+    assert _columns(idx) == _columns(reference(data, "ndjson"))
+    names = [idx.type_names[t] for t in idx.type]
+    assert names.count("<corrupt>") > 0 and names.count("finish") > 0
 def test_run_id_with_a_bad_escape_or_bad_utf8_in_a_non_delta_frame():
     """Read structurally, a frame's runId may not decode: the index keeps it as written."""
     data = (b'{"type":"finish","runId":"a\\qb","payload":{}}\n'
