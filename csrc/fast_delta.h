@@ -71,8 +71,6 @@ CC_INLINE uint64_t load64(const char *p) {
     return v;
 }
 
-/* a[0..n) == b[0..n), in 8-byte words (the last one overlapping): the keys and literals compared
- * here are short, and a call to memcmp costs more than the comparison. */
 CC_INLINE uint32_t load32(const char *p) {
     uint32_t v;
     memcpy(&v, p, 4);
@@ -85,6 +83,9 @@ CC_INLINE uint16_t load16(const char *p) {
     return v;
 }
 
+/* a[0..n) == b[0..n), in overlapping words: up to 16 bytes in two loads a side, longer strings
+ * (run ids) 16 bytes at a time where SSE2 is there.  The keys and literals compared here are
+ * short, and a call to memcmp costs more than the comparison. */
 CC_INLINE int same(const char *a, const char *b, size_t n) {
     if (n < 8) {                       /* two overlapping 4- or 2-byte words, or a byte */
         if (n >= 4) return ((load32(a) ^ load32(b)) | (load32(a + n - 4) ^ load32(b + n - 4))) == 0;

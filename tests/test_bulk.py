@@ -170,9 +170,9 @@ def test_randomly_corrupted_frames_of_every_type_native_equals_reference(seed, r
 
 
 def test_strings_with_backslash_runs_before_quotes_native_equals_reference(reference):
-    """A non-delta frame's strings are skipped 16 bytes at a time: a quote after an odd run of
-    backslashes does not end the string, after an even run it does, wherever the run falls
-    against the 16-byte block, at the top level and nested."""
+    """A non-delta frame's strings are skipped by looking for a quote in their first 16 bytes,
+    then with memchr: a quote after an odd run of backslashes does not end the string, after an
+    even run it does, wherever the run falls against those 16 bytes, at the top level and nested."""
     frames = []
     for pad in range(18):
         for run in range(4):
