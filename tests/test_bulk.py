@@ -168,7 +168,6 @@ def test_randomly_corrupted_frames_of_every_type_native_equals_reference(seed, r
         assert _columns(bulk.scan(data, framing)) == _columns(reference(data, framing))
 
 
-
 def test_strings_with_backslash_runs_before_quotes_native_equals_reference(reference):
     """A non-delta frame's strings are skipped by looking for a quote in their first 16 bytes,
     then with memchr: a quote after an odd run of backslashes does not end the string, after an
@@ -185,6 +184,8 @@ def test_strings_with_backslash_runs_before_quotes_native_equals_reference(refer
     assert _columns(idx) == _columns(reference(data, "ndjson"))
     names = [idx.type_names[t] for t in idx.type]
     assert names.count("<corrupt>") > 0 and names.count("finish") > 0
+
+
 def test_run_id_with_a_bad_escape_or_bad_utf8_in_a_non_delta_frame():
     """Read structurally, a frame's runId may not decode: the index keeps it as written."""
     data = (b'{"type":"finish","runId":"a\\qb","payload":{}}\n'
