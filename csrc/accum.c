@@ -140,7 +140,11 @@ CC_INLINE size_t accum_deltas(int framing, const char *buf, size_t len, size_t m
         const char *p = buf + done;
         if (skip ? !(p[skip] == '{' && memcmp(p, "data: ", 6) == 0) : p[0] != '{') break;
         fast_delta_t fd;
-        if (!fast_delta_isa(p + skip, len - done - skip, sep, &fd, avx2) || skip + fd.len > max_frame) break;
+        if (!fast_delta_kept(&t->heads, p + skip, len - done - skip, sep, &fd, avx2)) {
+            if (!fast_delta_isa(p + skip, len - done - skip, sep, &fd, avx2)) break;
+            head_keep(&t->heads, p + skip, &fd);
+        }
+        if (skip + fd.len > max_frame) break;
         size_t next = skip + fd.len + 1;
         if (skip) {                                  /* the blank line that ends the event */
             if (next >= len - done || p[next] != '\n') break;
@@ -157,9 +161,19 @@ CC_INLINE size_t accum_deltas(int framing, const char *buf, size_t len, size_t m
             st->key_len = fd.key_len;
             break;
         }
-        if (fd.run_len + fd.key_len > CC_ROUTE_KEY) break;
-        ptrdiff_t i = find(t, fd.type, fd.run, fd.run_len, fd.key, fd.key_len, fd.has_name);
-        if (i < 0) break;
+        ptrdiff_t i;
+        cc_prefix *h = fd.head;
+        if (h && h->stamp && t->slot[h->route].stamp == h->stamp && live(&t->slot[h->route])) {
+            i = h->route;                            /* the route this head led to, still held */
+        } else {
+            if (fd.run_len + fd.key_len > CC_ROUTE_KEY) break;
+            i = find(t, fd.type, fd.run, fd.run_len, fd.key, fd.key_len, fd.has_name);
+            if (i < 0) break;
+            if (h) {
+                h->route = (uint32_t)i;
+                h->stamp = t->slot[i].stamp;
+            }
+        }
         if (!dbuf_append(t->slot[i].buf, fd.text, fd.text_len, fd.escaped)) {
             st->full = i;
             st->need = fd.text_len;

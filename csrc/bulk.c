@@ -41,13 +41,20 @@ int cc_runtab_init(cc_runtab *t, size_t cap) {
     size_t c = 64;
     while (c < cap) c <<= 1;
     t->ents = calloc(c, sizeof(cc_runent));
-    t->cap = t->ents ? c : 0;
+    t->heads = calloc(1, sizeof(cc_prefix_cache));
     t->n = 0;
-    return t->ents != NULL;
+    if (!t->ents || !t->heads) {
+        cc_runtab_free(t);
+        return 0;
+    }
+    t->cap = c;
+    return 1;
 }
 
 void cc_runtab_free(cc_runtab *t) {
     free(t->ents);
+    free(t->heads);
+    t->heads = NULL;
     t->ents = NULL;
     t->cap = t->n = 0;
 }
@@ -457,13 +464,19 @@ static int index_frame(const char *buf, int64_t base, const cc_frame_t *f, const
 
 /* Index one frame taken by fast_delta_isa. */
 CC_INLINE int index_fast(const char *buf, int64_t base, size_t start, size_t len, int16_t code, const char *rp,
-                      size_t rn, const char *tp, size_t tn, cc_runtab *runs, cc_index *out, scan_state *st) {
+                      size_t rn, const char *tp, size_t tn, cc_prefix *head, cc_runtab *runs, cc_index *out,
+                      scan_state *st) {
     size_t r = out->n;
     out->offset[r] = base + (int64_t)start;
     out->length[r] = (int64_t)len;
     out->type[r] = code;
     out->text_off[r] = base + (int64_t)(tp - buf);
     out->text_len[r] = (int64_t)tn;
+    if (head && head->run_idx >= 0) {               /* a kept head knows its run */
+        out->run[r] = head->run_idx;
+        out->n++;
+        return 1;
+    }
     if (!(st->last_run && rn == st->last_run_n && same(rp, st->last_run, rn))) {
         int32_t idx = runtab_get(runs, rp, rn);
         if (idx == -2) return 0;
@@ -471,6 +484,7 @@ CC_INLINE int index_fast(const char *buf, int64_t base, size_t start, size_t len
         st->last_run_n = rn;
         st->last_run_idx = idx;
     }
+    if (head) head->run_idx = st->last_run_idx;
     out->run[r] = st->last_run_idx;
     out->n++;
     return 1;
@@ -491,15 +505,18 @@ CC_INLINE ptrdiff_t bulk_scan(int framing, const char *buf, size_t len, int fina
             const char *p = buf + done;
             if (skip ? !(p[skip] == '{' && memcmp(p, "data: ", 6) == 0) : p[0] != '{') break;
             fast_delta_t fd;
-            if (!fast_delta_isa(p + skip, len - done - skip, sep, &fd, avx2) || fd.type > CC_HOT_TOOL_CALL_DELTA)
-                break;
+            if (!fast_delta_kept(runs->heads, p + skip, len - done - skip, sep, &fd, avx2)) {
+                if (!fast_delta_isa(p + skip, len - done - skip, sep, &fd, avx2) || fd.type > CC_HOT_TOOL_CALL_DELTA)
+                    break;
+                head_keep(runs->heads, p + skip, &fd);
+            }
             size_t next = skip + fd.len + 1;
             if (skip) {                                  /* the blank line that ends the event */
                 if (next >= len - done || p[next] != '\n') break;
                 next++;
             }
             if (!index_fast(buf, base, done + skip, fd.len, types->hot[fd.type], fd.run, fd.run_len, fd.text,
-                            fd.text_len, runs, out, &st))
+                            fd.text_len, fd.head, runs, out, &st))
                 return -1;
             done += next;
         }

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "chunkcodec/accum.h"
 #include "chunkcodec/scan.h"
 
 #if defined(__GNUC__) || defined(__clang__)
@@ -155,6 +156,7 @@ typedef struct fast_delta_t {
     int has_name;                      /* a tool-call-delta that names its tool */
     const char *run, *from, *key, *text; /* runId; from; payload.id or toolCallId; text or argsTextDelta */
     size_t run_len, from_len, key_len, text_len; /* (the strings still escaped, between their quotes) */
+    cc_prefix *head;                   /* the frame's kept head (see below), or NULL */
 } fast_delta_t;
 
 #define FAST_MAX_BLOCKS 16     /* frames up to 1 KB; longer ones take the general path */
@@ -184,22 +186,21 @@ CC_INLINE int lit_str(fast_frame *f, size_t *x, const char *lit, size_t ln, size
     return 1;
 }
 
-/* A delta frame (or a plain text-start/text-end) at p (avail bytes) ended by the control byte
- * sep: 1 with *out filled, or 0 for "not taken".  avx2: read the blocks with block_masks_avx2 (a
- * constant in each caller; only where cc_fast_avx2() is 1). */
-CC_INLINE int fast_delta_isa(const char *p, size_t avail, char sep, fast_delta_t *out, int avx2) {
-    fast_frame fr;
+/* Read the frame at p from byte `from` on, a 64-byte block at a time, up to its first control
+ * byte: f->q[b] the quotes of block b (bytes from + 64b on), f->e the control byte's offset,
+ * f->nblk the blocks read, *nb the backslashes.  Then walk the escapes in order (the quote of \"
+ * is no string end; "\\" and surrogate pairs take the backslashes inside them), and check the
+ * UTF-8 of the non-ASCII bytes.  0 when the frame does not end within FAST_MAX_BLOCKS blocks of
+ * p, or not with sep, or holds more than FAST_MAX_ESCAPES backslashes, a bad escape or bad UTF-8.
+ * (The bytes before `from` are the caller's: they must hold no backslash or control byte.) */
+CC_INLINE int read_frame(const char *p, size_t from, size_t avail, char sep, fast_frame *f, int *nb_out, int avx2) {
     uint32_t bs[FAST_MAX_ESCAPES];
     int nb = 0;
     size_t high = (size_t)-1;          /* the first non-ASCII byte */
-    /* the type first: other frames (a finish frame may be megabytes) are not read twice */
-    if (avail < 40 || !same(p, "{\"type\":\"", 9)) return 0;
-    if (p[9] != 't' && p[9] != 'r' && !same(p + 9, "start\",", 7)) return 0;
-    fr.p = p;
     for (size_t b = 0;; b++) {
         fast_block m;
-        size_t pos = b << 6;
-        if (b == FAST_MAX_BLOCKS) return 0;
+        size_t pos = from + (b << 6);
+        if (pos >= FAST_MAX_BLOCKS * 64) return 0;
         const char *blk = p + pos;
         char pad[64];
         if (avail - pos < 64) {
@@ -214,28 +215,41 @@ CC_INLINE int fast_delta_isa(const char *p, size_t avail, char sep, fast_delta_t
 #endif
             block_masks(blk, &m);
         uint64_t keep = m.ctl ? (1ull << ctz64(m.ctl)) - 1 : ~0ull;
-        fr.q[b] = m.quote & keep;
+        f->q[b] = m.quote & keep;
         if (high == (size_t)-1 && (m.high & keep)) high = pos + ctz64(m.high & keep);
         for (uint64_t k = m.bslash & keep; k; k &= k - 1) {
             if (nb == FAST_MAX_ESCAPES) return 0;
             bs[nb++] = (uint32_t)(pos + ctz64(k));
         }
         if (m.ctl) {
-            fr.e = pos + ctz64(m.ctl);
-            fr.nblk = b + 1;
+            f->e = pos + ctz64(m.ctl);
+            f->nblk = b + 1;
             break;
         }
     }
-    if (fr.e >= avail || p[fr.e] != sep) return 0;
-    /* Walk the escapes in order: the quote of \" is no string end; "\\" and surrogate pairs take
-     * the backslashes inside them. */
+    if (f->e >= FAST_MAX_BLOCKS * 64 || f->e >= avail || p[f->e] != sep) return 0;
     for (int i = 0; i < nb; i++) {
-        size_t at = bs[i], l = cc_escape_len(p + at + 1, fr.e - at - 1);
+        size_t at = bs[i], l = cc_escape_len(p + at + 1, f->e - at - 1);
         if (!l) return 0;
-        if (p[at + 1] == '"') fr.q[(at + 1) >> 6] &= ~(1ull << ((at + 1) & 63));
+        if (p[at + 1] == '"') f->q[(at + 1 - from) >> 6] &= ~(1ull << ((at + 1 - from) & 63));
         while (i + 1 < nb && bs[i + 1] <= at + l) i++;
     }
-    if (high != (size_t)-1 && !cc_utf8_valid(p + high, fr.e - high)) return 0;
+    if (high != (size_t)-1 && !cc_utf8_valid(p + high, f->e - high)) return 0;
+    *nb_out = nb;
+    return 1;
+}
+
+/* A delta frame (or a plain text-start/text-end) at p (avail bytes) ended by the control byte
+ * sep: 1 with *out filled, or 0 for "not taken".  avx2: read the blocks with block_masks_avx2 (a
+ * constant in each caller; only where cc_fast_avx2() is 1). */
+CC_INLINE int fast_delta_isa(const char *p, size_t avail, char sep, fast_delta_t *out, int avx2) {
+    fast_frame fr;
+    int nb;
+    /* the type first: other frames (a finish frame may be megabytes) are not read twice */
+    if (avail < 40 || !same(p, "{\"type\":\"", 9)) return 0;
+    if (p[9] != 't' && p[9] != 'r' && !same(p + 9, "start\",", 7)) return 0;
+    fr.p = p;
+    if (!read_frame(p, 0, avail, sep, &fr, &nb, avx2)) return 0;
     /* The template.  Escapes can only sit inside strings: the literals between them hold none. */
     size_t x = 0, s, rs, ts;
     int tool = 0;
@@ -306,6 +320,110 @@ CC_INLINE int fast_delta_isa(const char *p, size_t avail, char sep, fast_delta_t
     if (fr.e - x != 3 || !same(p + x, "\"}}", 3)) return 0;
     out->len = fr.e;
     out->escaped = nb > 0;
+    return 1;
+}
+
+/* ---- Kept heads (cc_prefix in accum.h) ------------------------------------------------------
+ * A delta frame whose head equals a head fast_delta_isa read before is read from its text on:
+ * the bytes before it are the ones already read, so they hold the same strings, no escape, no
+ * control byte and valid UTF-8.  What is left is what fast_delta_isa checks after the head: the
+ * text string (escapes, UTF-8), then exactly `"}}` and the separator, within the same limits
+ * (frame end within FAST_MAX_BLOCKS blocks, at most FAST_MAX_ESCAPES backslashes).  So it takes a
+ * frame exactly when fast_delta_isa would, with the same spans (the tests compare both paths on
+ * every delta log). */
+
+/* The set of a head: bytes 30-45 are the runId's first bytes in a text-delta frame (and the
+ * key's end and the runId's start in a reasoning-delta one); every head kept is longer. */
+CC_INLINE size_t head_set(const char *p) {
+    uint64_t h = (load64(p + 30) * 0x9E3779B97F4A7C15ull) ^ (load64(p + 38) * 0xC2B2AE3D27D4EB4Full);
+    return (size_t)(h >> (64 - CC_PREFIX_BITS));
+}
+
+#if FAST_HAVE_AVX2
+/* same() for a head, 32 bytes at a time (n >= 32). */
+__attribute__((target("avx2"))) static inline int same_avx2(const char *a, const char *b, size_t n) {
+    __m256i d = _mm256_setzero_si256();
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32)
+        d = _mm256_or_si256(d, _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(a + i)),
+                                                _mm256_loadu_si256((const __m256i *)(b + i))));
+    if (i < n)
+        d = _mm256_or_si256(d, _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(a + n - 32)),
+                                                _mm256_loadu_si256((const __m256i *)(b + n - 32))));
+    return _mm256_testz_si256(d, d);
+}
+#endif
+
+/* The kept head the frame at p starts with, or NULL. */
+CC_INLINE cc_prefix *head_find(cc_prefix_cache *c, const char *p, size_t avail, int avx2) {
+    cc_prefix *e = &c->slot[2 * head_set(p)];
+    uint64_t w = load64(p + 30);
+    for (int i = 0; i < 2; i++, e++) {
+        if (!e->len || avail <= e->len + 3u || load64(e->head + 30) != w) continue;
+#if FAST_HAVE_AVX2
+        if (avx2 ? same_avx2(p, e->head, e->len) : same(p, e->head, e->len)) return e;
+#else
+        if (same(p, e->head, e->len)) return e;
+#endif
+    }
+    return NULL;
+}
+
+/* After fast_delta_isa took the frame at p: keep its head, if it is a text-delta or a
+ * reasoning-delta whose head holds no backslash and fits. */
+CC_INLINE void head_keep(cc_prefix_cache *c, const char *p, fast_delta_t *fd) {
+    size_t k = (size_t)(fd->text - p);
+    fd->head = NULL;
+    if ((fd->type != CC_HOT_TEXT_DELTA && fd->type != CC_HOT_REASONING_DELTA) || k > CC_PREFIX_MAX || k < 48 ||
+        memchr(p, '\\', k) != NULL)
+        return;
+    size_t set = head_set(p);
+    cc_prefix *e = &c->slot[2 * set];
+    if (e->len && (!e[1].len || c->older[set] == 1)) e++;
+    c->older[set] = (uint8_t)(e == &c->slot[2 * set]);   /* the other one is older now */
+    memcpy(e->head, p, k);
+    e->len = (uint16_t)k;
+    e->type = (uint8_t)fd->type;
+    e->run_off = (uint8_t)(fd->run - p);
+    e->run_len = (uint8_t)fd->run_len;
+    e->from_off = (uint8_t)(fd->from - p);
+    e->from_len = (uint8_t)fd->from_len;
+    e->key_off = (uint8_t)(fd->key - p);
+    e->key_len = (uint8_t)fd->key_len;
+    e->run_idx = -1;
+    e->route = 0;
+    e->stamp = 0;
+    fd->head = e;
+}
+
+/* fast_delta_isa for a frame whose head is kept: 1 with *out filled, 0 for "read it in full". */
+CC_INLINE int fast_delta_kept(cc_prefix_cache *c, const char *p, size_t avail, char sep, fast_delta_t *out,
+                              int avx2) {
+    if (avail < 48) return 0;
+    cc_prefix *e = head_find(c, p, avail, avx2);
+    if (e == NULL) return 0;
+    size_t k = e->len;
+    fast_frame fr;
+    int nb;
+    if (!read_frame(p, k, avail, sep, &fr, &nb, avx2)) return 0;
+    size_t b = 0;                      /* the text's closing quote */
+    while (!fr.q[b])
+        if (++b == fr.nblk) return 0;
+    size_t t = k + (b << 6) + ctz64(fr.q[b]), end = fr.e;
+    if (end - t != 3 || !same(p + t, "\"}}", 3)) return 0;
+    out->len = end;
+    out->type = e->type;
+    out->escaped = nb > 0;
+    out->has_name = 0;
+    out->run = p + e->run_off;
+    out->run_len = e->run_len;
+    out->from = p + e->from_off;
+    out->from_len = e->from_len;
+    out->key = p + e->key_off;
+    out->key_len = e->key_len;
+    out->text = p + k;
+    out->text_len = t - k;
+    out->head = e;
     return 1;
 }
 

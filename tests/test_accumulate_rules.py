@@ -11,7 +11,7 @@ import pytest
 
 from conftest import CORPUS
 from test_accumulate import CHUNK_FILES, _check
-from util import corrupted, corrupted_logs
+from util import corrupted, corrupted_logs, kept_head_frames
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "bench"))
 import gen  # noqa: E402
@@ -726,6 +726,29 @@ def test_the_class_kind_cache_of_add_refills_after_it_is_cleared(codec, monkeypa
     r = ways(codec, lines)
     assert r.text == "01234567" and r.reasoning_text == "x"
     assert len(_accum._KINDS) <= 5
+
+
+@pytest.mark.parametrize("framing", ["ndjson", "sse"])
+def test_delta_frames_after_a_kept_head_accumulate_alike_on_both_paths(both, framing):
+    """The native delta loop reads a frame whose head it has seen from its text on (util.
+    kept_head_frames): every run's text and reasoning, and the same invalid frames, on both paths,
+    fed whole and in pieces that cut frames."""
+    frames = kept_head_frames()
+    sep, pre = {"ndjson": (b"\n", b""), "sse": (b"\n\n", b"data: ")}[framing]
+    data = b"".join(pre + f + sep for f in frames)
+    outs = []
+    for api in both:
+        for step in (len(data), 4093):
+            acc = api.Accumulator(framing, errors="keep")
+            for i in range(0, len(data), step):
+                acc.feed(data[i:i + step])
+            acc.close()
+            outs.append(([msgspec.to_builtins(r, enc_hook=_frame_tuple) for r in acc.results().values()],
+                         [_frame_tuple(f) for f in acc.invalid_frames]))
+    assert outs[0] == outs[1] == outs[2] == outs[3]
+    runs, bad = outs[0]
+    assert len(runs) == 600 and len(bad) > 500
+    assert sum(r["text"].startswith("hello") and r["text"].endswith("bye") for r in runs) > 300
 
 
 @pytest.mark.parametrize("seed", range(3))

@@ -19,7 +19,7 @@ import chunkcodec
 from chunkcodec import bulk
 
 from conftest import CORPUS, _native
-from util import corrupted_logs
+from util import corrupted_logs, kept_head_frames
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "bench"))
 import gen  # noqa: E402
@@ -115,6 +115,19 @@ def test_tricky_delta_frames_native_equals_reference(framing, reference):
             assert idx.type_names[idx.type[i]] == type(c).__struct_config__.tag
             want = c.payload.argsTextDelta if isinstance(c, chunkcodec.ToolCallDelta) else c.payload.text
             assert idx.text(i) == want
+
+
+@pytest.mark.parametrize("framing", ["ndjson", "rs", "sse"])
+def test_delta_frames_after_a_kept_head_native_equals_reference(framing, reference):
+    frames = kept_head_frames()
+    sep, pre = {"ndjson": (b"\n", b""), "rs": (b"\x1e", b""), "sse": (b"\n\n", b"data: ")}[framing]
+    data = b"".join(pre + f + sep for f in frames)
+    idx = bulk.scan(data, framing)
+    assert _columns(idx) == _columns(reference(data, framing))
+    names = [idx.type_names[t] for t in idx.type]
+    assert names.count("<corrupt>") > 1000 and names.count("text-delta") > 1500 and names.count("reasoning-delta") > 400
+    for i in (0, 1, 3, 3000, 3003):            # valid ones, read through the head kept for them
+        assert idx.text(i) == chunkcodec.decode(frames[i]).payload.text
 
 
 def test_index_matches_the_decoder(log):

@@ -84,3 +84,32 @@ def corrupted_logs(seed, logs, k, p):
         fs = corrupted(rng, frames, k, p)
         for framing, pre, sep in FRAMINGS:
             yield rng, framing, b"".join(pre + f + sep for f in fs)
+
+
+def kept_head_frames():
+    """Delta frames whose head (all before the text) repeats an earlier valid frame's, the case
+    the native delta loops read from the text on: after it, each of the tricky texts and endings
+    (bad escapes, bad UTF-8, raw control bytes, frames past 1 KB or with 33 escapes, other bytes or
+    more after the text), then a valid one again.  600 runs, more than the head table holds,
+    interleaved so that heads share sets and are evicted; heads of five shapes: text and
+    reasoning, a runId with an escape (never kept), a non-ASCII id, and one too long to keep."""
+    bad = [rb"\x", rb"\ud800", rb"\udc00x", b"\t", b"a\x01", b"\xff", b"\xc3", b"a\xed\xa0\x80", b"\xf4\x90\x80\x80",
+           b"\\", b"x" * 1100, rb"\n" * 33, rb"\n" * 32, rb'\"', rb"\\", rb"\ud83d\ude00", "é😀".encode(), rb"a\/b"]
+    ends = [b'"}}', b'"}} ', b'"},"x":1}', b'"}}}', b'"}', b'","x":"y"}}', b'"]}', b'"}]', b'"}"', b"'}}"]
+    runs = []
+    for i in range(600):
+        rid = "%08x-0000-4000-8000-%012x" % (i * 2654435761 % 2**32, i)
+        kind = "reasoning-delta" if i % 5 == 1 else "text-delta"
+        if i % 5 == 2:
+            rid = "r\\u0041" + rid
+        key = "é-%d" % i if i % 5 == 3 else "txt-0"
+        if i % 5 == 4:
+            rid = rid * 4
+        head = ('{"type":"%s","runId":"%s","from":"AGENT","payload":{"id":"%s","text":"' % (kind, rid, key)).encode()
+        frames = [head + b"hello" + ends[0]]
+        for j in range(3):
+            frames.append(head + bad[(3 * i + j) % len(bad)] + ends[0])
+        frames.append(head + b"x" + ends[i % len(ends)])
+        frames.append(head + b"bye" + ends[0])
+        runs.append(frames)
+    return [runs[i][j] for j in range(6) for i in range(600)]

@@ -39,11 +39,36 @@ typedef struct cc_route {
     char key[CC_ROUTE_KEY];
 } cc_route;
 
+/* The delta loops' memory of frame heads (fast_delta.h).  A text-delta or reasoning-delta frame
+ * is a head ({"type":...,"runId":R,"from":F,"payload":{"id":I,"text":") and the text: every
+ * delta of a part has the same head.  Once a frame has been read in full and its head holds no
+ * escape, the head is kept here, in the slot its runId's first bytes pick; a later frame whose
+ * first bytes equal a kept head byte for byte reads the same up to its text (JSON is read left to
+ * right), so only its text and what follows are read.  Two-way set associative (a log interleaves
+ * a few hundred runs, each with one part open at a time): a new head takes its set's empty slot,
+ * else the one kept longer ago. */
+#define CC_PREFIX_BITS 9    /* sets */
+#define CC_PREFIX_MAX 160   /* longer heads are not kept */
+typedef struct cc_prefix {
+    uint16_t len;        /* the head's length (the text starts there); 0: an empty slot */
+    uint8_t type;        /* cc_hot_type */
+    uint8_t run_off, run_len, from_off, from_len, key_off, key_len;
+    int32_t run_idx;     /* the bulk indexer's run index for the head's runId, or -1 */
+    uint32_t route;      /* the delta loop's route for it: the slot, and its stamp then (0: none) */
+    uint64_t stamp;
+    char head[CC_PREFIX_MAX];
+} cc_prefix;
+typedef struct cc_prefix_cache {
+    cc_prefix slot[2u << CC_PREFIX_BITS];   /* set i: slots 2i and 2i + 1 */
+    uint8_t older[1u << CC_PREFIX_BITS];    /* per set: the slot a new head takes when both are used */
+} cc_prefix_cache;
+
 /* A two-way set-associative table: a route goes in one of its set's two slots, replacing a dead
- * route or else the older one. */
+ * route or else the older one.  (With the delta loop's heads: see cc_prefix above.) */
 typedef struct cc_routes {
     cc_route slot[CC_ROUTE_SLOTS];
     uint64_t clock;
+    cc_prefix_cache heads;
 } cc_routes;
 
 /* The slot holding a live route for (type, run, key), or -1.  has_name: the frame names its tool. */

@@ -35,10 +35,12 @@ typedef struct cc_runent {
     char key[CC_RUNKEY_INLINE];
 } cc_runent;
 
+struct cc_prefix_cache;
 typedef struct cc_runtab {
     cc_runent *ents;
     size_t cap;         /* a power of two */
     size_t n;
+    struct cc_prefix_cache *heads;  /* the delta loop's frame heads (accum.h), for this table's scans */
 } cc_runtab;
 
 int cc_runtab_init(cc_runtab *t, size_t cap);
