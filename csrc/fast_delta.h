@@ -329,8 +329,8 @@ CC_INLINE int fast_delta_isa(const char *p, size_t avail, char sep, fast_delta_t
  * control byte and valid UTF-8.  What is left is what fast_delta_isa checks after the head: the
  * text string (escapes, UTF-8), then exactly `"}}` and the separator, within the same limits
  * (frame end within FAST_MAX_BLOCKS blocks, at most FAST_MAX_ESCAPES backslashes).  So it takes a
- * frame exactly when fast_delta_isa would, with the same spans (the tests compare both paths on
- * every delta log). */
+ * frame exactly when fast_delta_isa would, with the same spans (tests/util.py kept_head_frames:
+ * native against reference, for the index and for accumulate). */
 
 /* The set of a head: bytes 30-45 are the runId's first bytes in a text-delta frame (and the
  * key's end and the runId's start in a reasoning-delta one); every head kept is longer. */

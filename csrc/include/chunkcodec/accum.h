@@ -42,7 +42,7 @@ typedef struct cc_route {
 /* The delta loops' memory of frame heads (fast_delta.h).  A text-delta or reasoning-delta frame
  * is a head ({"type":...,"runId":R,"from":F,"payload":{"id":I,"text":") and the text: every
  * delta of a part has the same head.  Once a frame has been read in full and its head holds no
- * escape, the head is kept here, in the slot its runId's first bytes pick; a later frame whose
+ * escape, the head is kept here, in the set its runId's first bytes pick; a later frame whose
  * first bytes equal a kept head byte for byte reads the same up to its text (JSON is read left to
  * right), so only its text and what follows are read.  Two-way set associative (a log interleaves
  * a few hundred runs, each with one part open at a time): a new head takes its set's empty slot,
