@@ -54,7 +54,7 @@ CC_INLINE uint64_t route_hash(int type, const char *run, size_t rn, const char *
 
 /* Two-way set associative: a route lives in one of the two slots of its set.  (Direct mapping
  * thrashes when two routes that alternate collide, and 40 interleaved runs make that likely.) */
-CC_INLINE size_t hash_set(uint64_t h) { return (size_t)(h >> (64 - CC_ROUTE_BITS + 1)) << 1; }
+CC_INLINE size_t hash_set(const cc_routes *t, uint64_t h) { return (size_t)(h >> (64 - t->bits + 1)) << 1; }
 
 CC_INLINE int holds(const cc_route *r, uint64_t h, int type, const char *run, size_t rn, const char *key, size_t kn) {
     return r->buf != NULL && r->hash == h && r->type == type && r->run_len == rn && r->key_len == kn &&
@@ -66,7 +66,7 @@ CC_INLINE int live(const cc_route *r) { return r->buf != NULL && r->gen == r->bu
 CC_INLINE ptrdiff_t find(const cc_routes *t, int type, const char *run, size_t rn, const char *key, size_t kn,
                          int has_name) {
     uint64_t h = route_hash(type, run, rn, key, kn);
-    size_t i = hash_set(h);
+    size_t i = hash_set(t, h);
     const cc_route *r = &t->slot[i];
     if (!holds(r, h, type, run, rn, key, kn)) {
         r++;
@@ -87,7 +87,7 @@ ptrdiff_t cc_route_put(cc_routes *t, int type, const char *run, size_t run_len, 
                        cc_dbuf *buf, int need_name) {
     if (run_len + key_len > CC_ROUTE_KEY) return -1;
     uint64_t h = route_hash(type, run, run_len, key, key_len);
-    size_t i = hash_set(h);
+    size_t i = hash_set(t, h);
     const cc_route *a = &t->slot[i], *b = a + 1;
     /* the slot this key already has, else an empty or dead one, else the one stored longer ago */
     if (holds(a, h, type, run, run_len, key, key_len)) {
@@ -95,6 +95,7 @@ ptrdiff_t cc_route_put(cc_routes *t, int type, const char *run, size_t run_len, 
         i++;
     } else if (live(a)) {
         if (!live(b) || b->stamp < a->stamp) i++;
+        if (live(&t->slot[i])) t->evicted++;
     }
     cc_route *r = &t->slot[i];
     r->hash = h;
@@ -108,6 +109,57 @@ ptrdiff_t cc_route_put(cc_routes *t, int type, const char *run, size_t run_len, 
     memcpy(r->key, run, run_len);
     memcpy(r->key + run_len, key, key_len);
     return (ptrdiff_t)i;
+}
+
+int cc_prefix_cache_init(cc_prefix_cache *c, unsigned bits) {
+    size_t sets = (size_t)1 << bits;
+    /* one block: the slots, then the per-set bytes */
+    c->slot = calloc(1, 2 * sets * sizeof(cc_prefix) + sets);
+    c->older = c->slot ? (uint8_t *)(c->slot + 2 * sets) : NULL;
+    c->bits = bits;
+    return c->slot != NULL;
+}
+
+void cc_prefix_cache_free(cc_prefix_cache *c) {
+    free(c->slot);
+    c->slot = NULL;
+    c->older = NULL;
+}
+
+int cc_routes_init(cc_routes *t, unsigned bits) {
+    t->bits = bits;
+    t->clock = 0;
+    t->evicted = 0;
+    t->heads.slot = NULL;
+    t->heads.older = NULL;
+    t->slot = calloc((size_t)1 << bits, sizeof(cc_route));
+    if (!t->slot || !cc_prefix_cache_init(&t->heads, bits)) {
+        cc_routes_free(t);
+        return 0;
+    }
+    return 1;
+}
+
+void cc_routes_free(cc_routes *t) {
+    free(t->slot);
+    t->slot = NULL;
+    cc_prefix_cache_free(&t->heads);
+}
+
+int cc_routes_grow(cc_routes *t, unsigned bits, ptrdiff_t *moved) {
+    cc_routes n;
+    if (bits <= t->bits || !cc_routes_init(&n, bits)) return 0;
+    n.clock = t->clock;
+    for (size_t i = 0, old = (size_t)1 << t->bits; i < old; i++) {
+        const cc_route *r = &t->slot[i];
+        moved[i] = live(r) ? cc_route_put(&n, r->type, r->key, r->run_len, r->key + r->run_len, r->key_len,
+                                          r->buf, r->need_name)
+                           : -1;
+    }
+    n.evicted = 0;
+    cc_routes_free(t);
+    *t = n;
+    return 1;
 }
 
 int cc_fast_avx2(void) {

@@ -41,7 +41,11 @@ int cc_runtab_init(cc_runtab *t, size_t cap) {
     size_t c = 64;
     while (c < cap) c <<= 1;
     t->ents = calloc(c, sizeof(cc_runent));
-    t->heads = calloc(1, sizeof(cc_prefix_cache));
+    t->heads = malloc(sizeof(cc_prefix_cache));
+    if (t->heads && !cc_prefix_cache_init(t->heads, CC_PREFIX_BITS)) {
+        free(t->heads);
+        t->heads = NULL;
+    }
     t->n = 0;
     if (!t->ents || !t->heads) {
         cc_runtab_free(t);
@@ -53,6 +57,7 @@ int cc_runtab_init(cc_runtab *t, size_t cap) {
 
 void cc_runtab_free(cc_runtab *t) {
     free(t->ents);
+    if (t->heads) cc_prefix_cache_free(t->heads);
     free(t->heads);
     t->heads = NULL;
     t->ents = NULL;

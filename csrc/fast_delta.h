@@ -334,9 +334,9 @@ CC_INLINE int fast_delta_isa(const char *p, size_t avail, char sep, fast_delta_t
 
 /* The set of a head: bytes 30-45 are the runId's first bytes in a text-delta frame (and the
  * key's end and the runId's start in a reasoning-delta one); every head kept is longer. */
-CC_INLINE size_t head_set(const char *p) {
+CC_INLINE size_t head_set(const cc_prefix_cache *c, const char *p) {
     uint64_t h = (load64(p + 30) * 0x9E3779B97F4A7C15ull) ^ (load64(p + 38) * 0xC2B2AE3D27D4EB4Full);
-    return (size_t)(h >> (64 - CC_PREFIX_BITS));
+    return (size_t)(h >> (64 - c->bits));
 }
 
 #if FAST_HAVE_AVX2
@@ -356,7 +356,7 @@ __attribute__((target("avx2"))) static inline int same_avx2(const char *a, const
 
 /* The kept head the frame at p starts with, or NULL. */
 CC_INLINE cc_prefix *head_find(cc_prefix_cache *c, const char *p, size_t avail, int avx2) {
-    cc_prefix *e = &c->slot[2 * head_set(p)];
+    cc_prefix *e = &c->slot[2 * head_set(c, p)];
     uint64_t w = load64(p + 30);
     for (int i = 0; i < 2; i++, e++) {
         if (!e->len || avail <= e->len + 3u || load64(e->head + 30) != w) continue;
@@ -377,7 +377,7 @@ CC_INLINE void head_keep(cc_prefix_cache *c, const char *p, fast_delta_t *fd) {
     if ((fd->type != CC_HOT_TEXT_DELTA && fd->type != CC_HOT_REASONING_DELTA) || k > CC_PREFIX_MAX || k < 48 ||
         memchr(p, '\\', k) != NULL)
         return;
-    size_t set = head_set(p);
+    size_t set = head_set(c, p);
     cc_prefix *e = &c->slot[2 * set];
     if (e->len && (!e[1].len || c->older[set] == 1)) e++;
     c->older[set] = (uint8_t)(e == &c->slot[2 * set]);   /* the other one is older now */

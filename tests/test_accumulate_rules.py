@@ -751,6 +751,41 @@ def test_delta_frames_after_a_kept_head_accumulate_alike_on_both_paths(both, fra
     assert sum(r["text"].startswith("hello") and r["text"].endswith("bye") for r in runs) > 300
 
 
+def test_the_route_table_starts_small_and_grows_while_parts_are_open(both):
+    """An accumulating decoder's route table starts at 16 slots, enough for one stream, which then
+    costs kilobytes, not the 512-slot table with its heads (about 257 KB, zeroed per decoder); a log
+    that interleaves many runs, each part open across the growth, makes it grow to 512, with every
+    route moved along: the same runs as on the reference path."""
+    native, reference = both
+    one = (CORPUS / "wire" / "agent_reasoning.sse").read_bytes()
+    acc = native.Accumulator()
+    acc.feed(one)
+    assert acc._decoder._route_slots == 16
+    acc.close()
+    rng = random.Random(5)
+    runs = {"r%03d" % i: 0 for i in range(120)}
+    lines = []
+    for _ in range(6000):          # every run's part stays open: its deltas go on after the growth
+        rid = rng.choice(list(runs))
+        runs[rid] += 1
+        lines.append(b'{"type":"text-delta","runId":"%s","from":"AGENT","payload":{"id":"t","text":"%d "}}'
+                     % (rid.encode(), runs[rid]))
+    data = b"\n".join(lines) + b"\n"
+    outs = []
+    for api in both:
+        acc = api.Accumulator()
+        for i in range(0, len(data), 5000):
+            acc.feed(data[i:i + 5000])
+            if api is native and i == 0:
+                assert acc._decoder._route_slots < 512
+        if api is native:
+            assert acc._decoder._route_slots == 512
+        acc.close()
+        outs.append({r.run_id: r.text for r in acc.results().values()})
+    assert outs[0] == outs[1]
+    assert outs[0]["r007"] == "".join("%d " % k for k in range(1, runs["r007"] + 1))
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_randomly_corrupted_logs_accumulate_alike_on_both_paths(both, seed):
     """Frames of every type, some with bytes deleted, inserted or overwritten, in the three

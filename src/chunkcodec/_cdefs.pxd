@@ -139,7 +139,11 @@ cdef extern from "chunkcodec/accum.h":
         uint64_t gen
     int cc_dbuf_append(cc_dbuf *b, const cc_str_t *s) nogil
     ctypedef struct cc_routes:
-        pass
+        unsigned bits
+        uint64_t evicted
+    int cc_routes_init(cc_routes *t, unsigned bits) nogil
+    void cc_routes_free(cc_routes *t) nogil
+    int cc_routes_grow(cc_routes *t, unsigned bits, Py_ssize_t *moved) nogil
     Py_ssize_t cc_route_find(const cc_routes *t, int type, const char *run, size_t run_len, const char *key,
                              size_t key_len, int has_name) nogil
     Py_ssize_t cc_route_put(cc_routes *t, int type, const char *run, size_t run_len, const char *key,
@@ -166,4 +170,5 @@ cdef extern from "chunkcodec/accum.h":
                            cc_accum_stop *st) nogil
     int cc_fast_avx2() nogil
     enum:
-        CC_ROUTE_SLOTS
+        CC_ROUTE_BITS_MIN
+        CC_ROUTE_BITS_MAX

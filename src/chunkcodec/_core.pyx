@@ -13,7 +13,7 @@ from cpython.bytearray cimport (PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyB
                                 PyByteArray_FromStringAndSize)
 from cpython.buffer cimport PyBuffer_FillInfo
 from cpython.object cimport PyObject
-from cpython.mem cimport PyMem_Calloc, PyMem_Free
+from cpython.mem cimport PyMem_Calloc, PyMem_Free, PyMem_Malloc
 from cpython.ref cimport Py_DECREF
 from libc.string cimport memcpy, memcmp, memchr, strlen
 from libc.stdint cimport uint64_t
@@ -457,17 +457,28 @@ cdef class StreamDecoder:
             self._routes = <cc_routes*>PyMem_Calloc(1, sizeof(cc_routes))
             if self._routes == NULL:
                 raise MemoryError()
-            self._rkeep = [None] * CC_ROUTE_SLOTS
+            if not cc_routes_init(self._routes, CC_ROUTE_BITS_MIN):
+                PyMem_Free(self._routes)
+                self._routes = NULL
+                raise MemoryError()
+            self._rkeep = [None] * (1 << CC_ROUTE_BITS_MIN)
         self._cur_run = None
         self._custom = _decoder
 
     def __dealloc__(self):
-        PyMem_Free(self._routes)
+        if self._routes != NULL:
+            cc_routes_free(self._routes)
+            PyMem_Free(self._routes)
 
     @property
     def framing(self):
         """The framing in use ("auto" until it has been detected)."""
         return _NAMES[self._framing]
+
+    @property
+    def _route_slots(self):
+        """(For tests.)  The slots of an accumulating decoder's route table, else 0."""
+        return 1 << self._routes.bits if self._routes != NULL else 0
 
     @property
     def frame_index(self):
@@ -819,10 +830,29 @@ cdef class StreamDecoder:
             r = (r[0], r[2])
             if slot >= 0:
                 self._rkeep[slot] = r
+                if self._routes.evicted and self._routes.bits < CC_ROUTE_BITS_MAX:
+                    self._grow_routes()
         if r[1] is not self._cur_run:
             self._sink._current = r[1]
             self._cur_run = r[1]
         (<DeltaBuf>r[0]).append_str(body)
+        return 0
+
+    cdef int _grow_routes(self) except -1:
+        """A live route made way for another: four times the slots (to CC_ROUTE_BITS_MAX), the
+        live routes and what they keep alive moved along."""
+        cdef unsigned bits = min(self._routes.bits + 2, <unsigned>CC_ROUTE_BITS_MAX)
+        cdef Py_ssize_t i, old = len(self._rkeep)
+        cdef Py_ssize_t* moved = <Py_ssize_t*>PyMem_Malloc(old * sizeof(Py_ssize_t))
+        if moved == NULL or not cc_routes_grow(self._routes, bits, moved):
+            PyMem_Free(moved)
+            raise MemoryError()
+        keep = [None] * (1 << bits)
+        for i in range(old):
+            if moved[i] >= 0:
+                keep[moved[i]] = self._rkeep[i]
+        PyMem_Free(moved)
+        self._rkeep = keep
         return 0
 
     cdef tuple _route(self, cc_hot_t* h, bint tool):

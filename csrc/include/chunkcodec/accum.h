@@ -24,8 +24,11 @@ typedef struct cc_dbuf {
 /* Append a scanned string, decoded.  0 (nothing written) when the buffer has no room for s->len. */
 int cc_dbuf_append(cc_dbuf *b, const cc_str_t *s);
 
-#define CC_ROUTE_BITS 9
-#define CC_ROUTE_SLOTS (1u << CC_ROUTE_BITS)
+/* A decoder's route table starts with 1 << CC_ROUTE_BITS_MIN slots (most streams have a part or
+ * two open at a time) and the caller grows it, up to 1 << CC_ROUTE_BITS_MAX, when a live route
+ * has to make way (a log interleaving many runs). */
+#define CC_ROUTE_BITS_MIN 4
+#define CC_ROUTE_BITS_MAX 9
 #define CC_ROUTE_KEY 80     /* runId and id bytes together; longer pairs are not stored */
 
 typedef struct cc_route {
@@ -47,7 +50,7 @@ typedef struct cc_route {
  * right), so only its text and what follows are read.  Two-way set associative (a log interleaves
  * a few hundred runs, each with one part open at a time): a new head takes its set's empty slot,
  * else the one kept longer ago. */
-#define CC_PREFIX_BITS 9    /* sets */
+#define CC_PREFIX_BITS 9    /* sets of the bulk indexer's (a decoder's: as many as its route slots) */
 #define CC_PREFIX_MAX 160   /* longer heads are not kept */
 typedef struct cc_prefix {
     uint16_t len;        /* the head's length (the text starts there); 0: an empty slot */
@@ -59,17 +62,33 @@ typedef struct cc_prefix {
     char head[CC_PREFIX_MAX];
 } cc_prefix;
 typedef struct cc_prefix_cache {
-    cc_prefix slot[2u << CC_PREFIX_BITS];   /* set i: slots 2i and 2i + 1 */
-    uint8_t older[1u << CC_PREFIX_BITS];    /* per set: the slot a new head takes when both are used */
+    cc_prefix *slot;    /* 2 << bits: set i is slots 2i and 2i + 1 */
+    uint8_t *older;     /* 1 << bits: per set, the slot a new head takes when both are used */
+    unsigned bits;      /* 1 to 16 */
 } cc_prefix_cache;
+
+/* An empty cache of 1 << bits sets (one allocation, zeroed); 0 when out of memory. */
+int cc_prefix_cache_init(cc_prefix_cache *c, unsigned bits);
+void cc_prefix_cache_free(cc_prefix_cache *c);
 
 /* A two-way set-associative table: a route goes in one of its set's two slots, replacing a dead
  * route or else the older one.  (With the delta loop's heads: see cc_prefix above.) */
 typedef struct cc_routes {
-    cc_route slot[CC_ROUTE_SLOTS];
+    cc_route *slot;     /* 1 << bits: set i is slots 2i and 2i + 1 */
+    unsigned bits;      /* CC_ROUTE_BITS_MIN to CC_ROUTE_BITS_MAX */
     uint64_t clock;
-    cc_prefix_cache heads;
+    uint64_t evicted;   /* live routes cc_route_put has made way for since the table was made */
+    cc_prefix_cache heads;   /* as many sets as the table has slots */
 } cc_routes;
+
+/* An empty table of 1 << bits slots, its heads empty too; 0 when out of memory. */
+int cc_routes_init(cc_routes *t, unsigned bits);
+void cc_routes_free(cc_routes *t);
+/* Move t's live routes to a new table of 1 << bits slots (bits > t->bits), with empty heads.
+ * moved (room for t's old slot count) gets each old slot's new one, or -1: empty or dead.  Read
+ * in order, it keeps the last route put in a slot (two moved into one set and a third made one
+ * of them make way: the later wins, as in the table).  0 when out of memory: t is unchanged. */
+int cc_routes_grow(cc_routes *t, unsigned bits, ptrdiff_t *moved);
 
 /* The slot holding a live route for (type, run, key), or -1.  has_name: the frame names its tool. */
 ptrdiff_t cc_route_find(const cc_routes *t, int type, const char *run, size_t run_len, const char *key,
