@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import gc
 import pathlib
+import random
 import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
@@ -24,6 +25,13 @@ import baselines as B  # noqa: E402
 import chunkcodec  # noqa: E402
 import gen  # noqa: E402
 from bench_codec import add_only_options, run_only, run_table, timeit_rounds  # noqa: E402
+
+
+def _one_stream(body: bytes):
+    acc = chunkcodec.Accumulator()
+    acc.feed(body)
+    acc.close()
+    return acc.result()
 
 
 def cases(runs: int, deltas: int):
@@ -63,6 +71,18 @@ def cases(runs: int, deltas: int):
          lambda: B.msgspec_ndjson(short), None, len(short) / 1e6),
         ("300 short runs, 12 deltas each (NDJSON)", "chunkcodec.accumulate", lambda: chunkcodec.accumulate(short),
          "msgspec minimal union, decode_lines", len(short) / 1e6),
+    ]
+    # One stream at a time, as a service consuming agents sees them: each of 300 short runs is an
+    # SSE body of its own, read by an Accumulator of its own (what a stream costs to set up counts).
+    bodies = [gen.framed(gen.run_frames(random.Random(k), 12), "sse") for k in range(300)]
+    assert [B.chunkcodec_answer([_one_stream(b)]) for b in bodies] == [B.baseline_answer(B.msgspec_sse(b))
+                                                                      for b in bodies]
+    bmb = sum(map(len, bodies)) / 1e6
+    rows += [
+        ("300 short streams, an Accumulator each (SSE)", "split on b'\\n\\n' + msgspec minimal union",
+         lambda: [B.msgspec_sse(b) for b in bodies], None, bmb),
+        ("300 short streams, an Accumulator each (SSE)", "chunkcodec.Accumulator",
+         lambda: [_one_stream(b) for b in bodies], "split on b'\\n\\n' + msgspec minimal union", bmb),
     ]
     rows += [
         ("SSE body in 16 KiB pieces", "split on b'\\n\\n' + msgspec minimal union", lambda: B.msgspec_sse(sse), None, smb),
