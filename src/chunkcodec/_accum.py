@@ -757,12 +757,21 @@ class AccumulatorBase:
         records it in ``invalid_frames`` (errors="keep")."""
         if self._closed:
             raise RuntimeError("feed() after close()")
-        if self._decoder is None:
+        dec = self._decoder
+        if dec is None:
             opts: Dict[str, Any] = {"errors": self._errors}
             if self._max is not None:
                 opts["max_frame_bytes"] = self._max
-            self._decoder = self._impl.StreamDecoder(self._framing, _sink=self, **opts)
-        self._drain(self._decoder.feed, data)
+            dec = self._decoder = self._impl.StreamDecoder(self._framing, _sink=self, **opts)
+        # (called once per network read by a live consumer, often one event each: no bound
+        # method, no *args tuple, no loop over the empty list the native decoder mostly returns)
+        try:
+            items = dec.feed(data)
+        except DecodeError as exc:
+            self._take(getattr(exc, "chunks", None))
+            raise
+        if items:
+            self._take(items)
 
     def close(self) -> None:
         """End of input: a stream cut mid-frame raises TruncatedError (strict)."""
@@ -771,7 +780,12 @@ class AccumulatorBase:
         self._closed = True
         try:
             if self._decoder is not None:
-                self._drain(self._decoder.close)
+                try:
+                    items = self._decoder.close()
+                except DecodeError as exc:
+                    self._take(getattr(exc, "chunks", None))
+                    raise
+                self._take(items)
         finally:
             # The buffers hold their writers: with those let go (and the decoder), what the
             # accumulator built is freed with it, by reference counting.
@@ -787,16 +801,11 @@ class AccumulatorBase:
             for run in self._runs.values():
                 run.release()
 
-    def _drain(self, call: Any, *args: Any) -> None:
+    def _take(self, items: Any) -> None:
         # The native decoder hands most frames over as it meets them (see _route); what it
-        # returns, and all the reference decoder returns, is taken here, in order.
-        try:
-            items = call(*args)
-        except DecodeError as exc:
-            for item in getattr(exc, "chunks", None) or ():
-                self._item(item)
-            raise
-        for item in items:
+        # returns (also with the error it raises), and all the reference decoder returns, is
+        # taken here, in order.
+        for item in items or ():
             self._item(item)
 
     def _item(self, item: Any) -> None:
