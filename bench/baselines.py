@@ -173,6 +173,21 @@ def httpx_sse_json(pieces) -> dict:
     return json_accumulate(json.loads(ev.data) for ev in EventSource(resp).iter_sse() if ev.data != "[DONE]")
 
 
+def msgspec_sse_live(pieces) -> dict:
+    """msgspec_sse for a live consumer: each network read appended to what was left, the complete
+    events split off and decoded as they arrive."""
+    dec = decoder.decode
+    frames = []
+    buf = b""
+    for piece in pieces:
+        buf += piece
+        *events, buf = buf.split(b"\n\n")
+        for ev in events:
+            if ev.startswith(b"data: ") and ev != b"data: [DONE]":
+                frames.append(dec(ev[6:]))
+    return msgspec_accumulate(frames)
+
+
 def chunkcodec_answer(runs) -> dict:
     """The same answer from chunkcodec RunOutputs (all steps' text, as the baselines join it)."""
     out = {}
