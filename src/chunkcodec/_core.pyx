@@ -840,13 +840,15 @@ cdef class StreamDecoder:
 
     cdef int _grow_routes(self) except -1:
         """A live route made way for another: four times the slots (to CC_ROUTE_BITS_MAX), the
-        live routes and what they keep alive moved along."""
+        live routes and what they keep alive moved along.  The table is a cache: out of memory,
+        it stays as it is (and is tried again at the next route that has to make way)."""
         cdef unsigned bits = min(self._routes.bits + 2, <unsigned>CC_ROUTE_BITS_MAX)
         cdef Py_ssize_t i, old = len(self._rkeep)
         cdef Py_ssize_t* moved = <Py_ssize_t*>PyMem_Malloc(old * sizeof(Py_ssize_t))
         if moved == NULL or not cc_routes_grow(self._routes, bits, moved):
             PyMem_Free(moved)
-            raise MemoryError()
+            self._routes.evicted = 0
+            return 0
         keep = [None] * (1 << bits)
         for i in range(old):
             if moved[i] >= 0:

@@ -85,9 +85,10 @@ typedef struct cc_routes {
 int cc_routes_init(cc_routes *t, unsigned bits);
 void cc_routes_free(cc_routes *t);
 /* Move t's live routes to a new table of 1 << bits slots (bits > t->bits), with empty heads.
- * moved (room for t's old slot count) gets each old slot's new one, or -1: empty or dead.  Read
- * in order, it keeps the last route put in a slot (two moved into one set and a third made one
- * of them make way: the later wins, as in the table).  0 when out of memory: t is unchanged. */
+ * moved (room for t's old slot count) gets each old slot's new one, or -1: empty or dead.  When
+ * a route moved later takes the slot of one moved earlier (a third live route for a set of the
+ * new table), moved names that slot for both: read in order, the later wins, as in the table.
+ * 0 when out of memory: t is unchanged. */
 int cc_routes_grow(cc_routes *t, unsigned bits, ptrdiff_t *moved);
 
 /* The slot holding a live route for (type, run, key), or -1.  has_name: the frame names its tool. */
