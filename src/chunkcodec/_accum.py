@@ -729,6 +729,11 @@ class AccumulatorBase:
     :class:`RunOutput` at any moment; ``results()`` every run, demultiplexed by ``runId``.
     """
 
+    # (compiled as a cdef class with these fields: _accumc.pxd; __dict__ for what a subclass or a
+    # caller adds, __weakref__ for the decoder, which holds its accumulator weakly)
+    __slots__ = ("_framing", "_errors", "_max", "_current", "_main", "_decoder", "_runs", "_tool_args",
+                 "_runless_into", "_closed", "invalid_frames", "__dict__", "__weakref__")
+
     _Buf: Any = None            # the impl's delta buffer class: .data (bytearray), .owner
     _impl: Any = None
 

@@ -73,8 +73,19 @@ cdef class _Run:
     @cython.locals(st=_Step, last=_Step)
     cpdef result(self)
 
-@cython.locals(run=_Run)
-cdef _Run _run_of(acc, run_id, from_)
+# The accumulator itself: its attributes are fields, not a dict (the decoder sets _current; a
+# subclass made by chunkcodec._api sets _Buf and _impl on the class; the decoder holds it weakly).
+cdef class AccumulatorBase:
+    cdef public object _framing, _errors, _max, _current, _main, _decoder, _runs
+    cdef public dict _tool_args
+    cdef public set _runless_into
+    cdef public bint _closed
+    cdef public list invalid_frames
+    cdef dict __dict__
+    cdef object __weakref__
 
 @cython.locals(run=_Run)
-cdef _other(acc, chunk)
+cdef _Run _run_of(AccumulatorBase acc, run_id, from_)
+
+@cython.locals(run=_Run)
+cdef _other(AccumulatorBase acc, chunk)
