@@ -27,17 +27,11 @@ import gen  # noqa: E402
 from bench_codec import add_only_options, run_only, run_table, timeit_rounds  # noqa: E402
 
 
-def _one_stream(body: bytes):
+def _one_stream(pieces: list):
+    """One Accumulator fed one stream, piece by piece (a whole body: one piece)."""
     acc = chunkcodec.Accumulator()
-    acc.feed(body)
-    acc.close()
-    return acc.result()
-
-
-def _one_live_stream(events: list):
-    acc = chunkcodec.Accumulator()
-    for ev in events:
-        acc.feed(ev)
+    for piece in pieces:
+        acc.feed(piece)
     acc.close()
     return acc.result()
 
@@ -83,27 +77,27 @@ def cases(runs: int, deltas: int):
     # One stream at a time, as a service consuming agents sees them: each of 300 short runs is an
     # SSE body of its own, read by an Accumulator of its own (what a stream costs to set up counts).
     bodies = [gen.framed(gen.run_frames(random.Random(k), 12), "sse") for k in range(300)]
-    assert [B.chunkcodec_answer([_one_stream(b)]) for b in bodies] == [B.baseline_answer(B.msgspec_sse(b))
+    assert [B.chunkcodec_answer([_one_stream([b])]) for b in bodies] == [B.baseline_answer(B.msgspec_sse(b))
                                                                       for b in bodies]
     bmb = sum(map(len, bodies)) / 1e6
     rows += [
         ("300 short streams, an Accumulator each (SSE)", "split on b'\\n\\n' + msgspec minimal union",
          lambda: [B.msgspec_sse(b) for b in bodies], None, bmb),
         ("300 short streams, an Accumulator each (SSE)", "chunkcodec.Accumulator",
-         lambda: [_one_stream(b) for b in bodies], "split on b'\\n\\n' + msgspec minimal union", bmb),
+         lambda: [_one_stream([b]) for b in bodies], "split on b'\\n\\n' + msgspec minimal union", bmb),
     ]
     # Live: 100 streams of 60 deltas, each fed one event at a time, as an HTTP client reading a
     # stream as it is produced receives it (each feed's own cost counts).
     live = [[ev + b"\n\n" for ev in gen.framed(gen.run_frames(random.Random(1000 + k), 60), "sse").split(b"\n\n")
              if ev] for k in range(100)]
-    assert [B.chunkcodec_answer([_one_live_stream(evs)]) for evs in live] == \
+    assert [B.chunkcodec_answer([_one_stream(evs)]) for evs in live] == \
         [B.baseline_answer(B.msgspec_sse_live(evs)) for evs in live]
     lmb = sum(len(ev) for evs in live for ev in evs) / 1e6
     rows += [
         ("100 live streams, fed an event at a time (SSE)", "split what arrived + msgspec minimal union",
          lambda: [B.msgspec_sse_live(evs) for evs in live], None, lmb),
         ("100 live streams, fed an event at a time (SSE)", "chunkcodec.Accumulator",
-         lambda: [_one_live_stream(evs) for evs in live], "split what arrived + msgspec minimal union", lmb),
+         lambda: [_one_stream(evs) for evs in live], "split what arrived + msgspec minimal union", lmb),
     ]
     rows += [
         ("SSE body in 16 KiB pieces", "split on b'\\n\\n' + msgspec minimal union", lambda: B.msgspec_sse(sse), None, smb),
