@@ -436,10 +436,14 @@ cc_status cc_scan_hot(const char *buf, size_t len, cc_hot_t *out) {
  * which accumulation needs a few small fields.  This walks the whole frame, checking it as msgspec
  * checks what it skips (JSON syntax, escapes and surrogate pairs, control bytes; not UTF-8, which
  * msgspec checks only in what it decodes), and returns the spans of those fields, which msgspec
- * then decodes.  Whatever it is unsure of -- an escaped, non-ASCII or duplicate key where it reads
- * keys, nesting past FIN_MAX_DEPTH, a payload or output that is neither an object nor null, a lone
- * surrogate -- is CC_NOT_HOT, and the caller reads the frame the general way: so it takes a frame
- * only when that way would accept it and read the same values. */
+ * then decodes.  The light decoder decodes stepResult and metadata whole (typed Any); this reads
+ * the keys accumulation takes from them instead, and says when msgspec must decode them whole to
+ * tell whether it takes them (CC_FIN_DECODE: bad UTF-8 or a number that may be out of range in
+ * them, or an escaped key).  Whatever else it is unsure of -- an escaped, non-ASCII or duplicate
+ * key of the frame, its payload or output, nesting past FIN_MAX_DEPTH, a payload or output that is
+ * neither an object nor null, a lone surrogate -- is CC_NOT_HOT, and the caller reads the frame
+ * the general way: so it takes a frame only when that way would accept it and read the same
+ * values. */
 
 #define FIN_MAX_DEPTH 64
 
@@ -542,29 +546,107 @@ static size_t skip_value(const unsigned char *p, size_t i, size_t n, int depth) 
 }
 
 /* The keys read at each level: top (type, runId, payload), payload (stepResult, metadata, output,
- * providerMetadata), output (usage).  A slot is a bit in `seen`. */
-enum { FK_TYPE, FK_RUN_ID, FK_PAYLOAD, FK_STEP_RESULT, FK_METADATA, FK_OUTPUT, FK_PM, FK_USAGE };
+ * providerMetadata), output (usage), stepResult (reason, warnings), metadata (id, modelId,
+ * providerMetadata).  A slot of the first three levels is a bit in `seen`: those are read as a
+ * struct is, where a duplicate is left to the decoder; stepResult and metadata are read as a dict
+ * is, where the last of duplicate keys wins. */
+enum { FL_TOP, FL_PAYLOAD, FL_OUTPUT, FL_STEP_RESULT, FL_METADATA };
+enum { FK_TYPE, FK_RUN_ID, FK_PAYLOAD, FK_STEP_RESULT, FK_METADATA, FK_OUTPUT, FK_PM, FK_USAGE,
+       FK_SR_REASON, FK_SR_WARNINGS, FK_MD_ID, FK_MD_MODEL_ID, FK_MD_PM };
 
 static int fin_key(int level, const char *k, size_t kl) {
-    if (level == 0) {
+    switch (level) {
+    case FL_TOP:
         if (KEY_IS(k, kl, "type")) return FK_TYPE;
         if (KEY_IS(k, kl, "runId")) return FK_RUN_ID;
         if (KEY_IS(k, kl, "payload")) return FK_PAYLOAD;
-    } else if (level == 1) {
+        break;
+    case FL_PAYLOAD:
         if (KEY_IS(k, kl, "stepResult")) return FK_STEP_RESULT;
         if (KEY_IS(k, kl, "metadata")) return FK_METADATA;
         if (KEY_IS(k, kl, "output")) return FK_OUTPUT;
         if (KEY_IS(k, kl, "providerMetadata")) return FK_PM;
-    } else if (KEY_IS(k, kl, "usage")) {
-        return FK_USAGE;
+        break;
+    case FL_OUTPUT:
+        if (KEY_IS(k, kl, "usage")) return FK_USAGE;
+        break;
+    case FL_STEP_RESULT:
+        if (KEY_IS(k, kl, "reason")) return FK_SR_REASON;
+        if (KEY_IS(k, kl, "warnings")) return FK_SR_WARNINGS;
+        break;
+    default:
+        if (KEY_IS(k, kl, "id")) return FK_MD_ID;
+        if (KEY_IS(k, kl, "modelId")) return FK_MD_MODEL_ID;
+        if (KEY_IS(k, kl, "providerMetadata")) return FK_MD_PM;
     }
     return -1;
 }
 
-/* The object at p[i] == '{' at `level` (0 the frame, 1 its payload, 2 payload.output): reads the
- * level's keys into out, skips the rest.  Returns the offset past '}' or 0 (not taken). */
-static size_t fin_object(const unsigned char *p, size_t i, size_t n, int level, cc_finish_t *out,
-                         unsigned *seen) {
+/* 1 if msgspec surely decodes the number p[0..l) (valid JSON) without "out of range": its magnitude
+ * is below 1e300 (a float, or an int of at most 300 digits); 0 when it might not. */
+static int number_in_range(const unsigned char *q, size_t l) {
+    size_t j = 0, d0;
+    long mag, e = 0;
+    int neg = 0;
+    if (j < l && q[j] == '-') j++;
+    while (j < l && q[j] == '0') j++;
+    d0 = j;
+    while (j < l && q[j] >= '0' && q[j] <= '9') j++;
+    mag = (long)(j - d0);
+    if (j < l && q[j] == '.') {
+        j++;
+        while (j < l && q[j] >= '0' && q[j] <= '9') j++;
+    }
+    if (j < l && (q[j] == 'e' || q[j] == 'E')) {
+        j++;
+        if (j < l && (q[j] == '+' || q[j] == '-')) neg = q[j++] == '-';
+        size_t e0 = j;
+        for (; j < l && q[j] >= '0' && q[j] <= '9'; j++)
+            if (j - e0 < 4) e = e * 10 + (q[j] - '0');
+        if (j - e0 > 4) return 0;
+    }
+    return (neg ? mag - e : mag + e) <= 300;
+}
+
+/* 1 if every number in the valid JSON value p[0..n) is in range (number_in_range). */
+static int numbers_in_range(const unsigned char *p, size_t n) {
+    size_t i = 0;
+    while (i < n) {
+        if (p[i] == '"') {
+            i = skip_string(p, i + 1, n);
+            if (!i) return 0;
+        } else if (p[i] == '-' || (p[i] >= '0' && p[i] <= '9')) {
+            size_t e = skip_number(p, i, n);
+            if (!e || !number_in_range(p + i, e - i)) return 0;
+            i = e;
+        } else {
+            i++;
+        }
+    }
+    return 1;
+}
+
+static cc_span_t *fin_span(cc_finish_t *out, int slot) {
+    switch (slot) {
+    case FK_TYPE: return &out->type;
+    case FK_RUN_ID: return &out->run_id;
+    case FK_STEP_RESULT: return &out->step_result;
+    case FK_METADATA: return &out->metadata;
+    case FK_PM: return &out->provider_metadata;
+    case FK_USAGE: return &out->usage;
+    case FK_SR_REASON: return &out->sr_reason;
+    case FK_SR_WARNINGS: return &out->sr_warnings;
+    case FK_MD_ID: return &out->md_id;
+    case FK_MD_MODEL_ID: return &out->md_model_id;
+    case FK_MD_PM: return &out->md_provider_metadata;
+    default: return NULL;
+    }
+}
+
+/* The object at p[i] == '{' at `level` (FL_*), `depth` containers deep: reads the level's keys
+ * into out, skips the rest.  Returns the offset past '}' or 0 (not taken). */
+static size_t fin_object(const unsigned char *p, size_t i, size_t n, int level, int depth, cc_finish_t *out,
+                         unsigned *seen, int *plain) {
     i = ws(p, i + 1, n);
     if (i < n && p[i] == '}') return i + 1;
     for (;;) {
@@ -574,10 +656,17 @@ static size_t fin_object(const unsigned char *p, size_t i, size_t n, int level, 
         if (!i) return 0;
         const char *k = (const char *)p + k0;
         size_t kl = i - 1 - k0;
-        for (size_t j = 0; j < kl; j++)                 /* it might read as one of ours */
-            if (p[k0 + j] == '\\' || p[k0 + j] >= 0x80) return 0;
-        int slot = fin_key(level, k, kl);
-        if (slot >= 0) {
+        int slot = -2;
+        for (size_t j = 0; j < kl; j++) {               /* it might read as one of ours */
+            if (p[k0 + j] == '\\' || p[k0 + j] >= 0x80) {
+                if (!plain) return 0;
+                *plain = 0;                             /* (stepResult, metadata: decoded whole) */
+                slot = -1;
+                break;
+            }
+        }
+        if (slot == -2) slot = fin_key(level, k, kl);
+        if (slot >= 0 && slot < FK_SR_REASON) {
             if (*seen & (1u << slot)) return 0;       /* duplicate: leave it to the decoder */
             *seen |= 1u << slot;
         }
@@ -589,18 +678,24 @@ static size_t fin_object(const unsigned char *p, size_t i, size_t n, int level, 
             int *kind = slot == FK_PAYLOAD ? &out->payload : &out->output;
             if (p[i] == '{') {
                 *kind = CC_FIN_OBJECT;
-                i = fin_object(p, i, n, level + 1, out, seen);
+                i = fin_object(p, i, n, slot == FK_PAYLOAD ? FL_PAYLOAD : FL_OUTPUT, depth + 1, out, seen, NULL);
             } else {
                 *kind = CC_FIN_NULL;
                 i = skip_literal(p, i, n, "null", 4);
             }
+        } else if ((slot == FK_STEP_RESULT || slot == FK_METADATA) && p[i] == '{') {
+            int *kind = slot == FK_STEP_RESULT ? &out->step_result_object : &out->metadata_object;
+            int keys_plain = 1;
+            i = fin_object(p, i, n, slot == FK_STEP_RESULT ? FL_STEP_RESULT : FL_METADATA, depth + 1, out, seen,
+                           &keys_plain);
+            /* msgspec would decode it whole, checking its UTF-8 and its numbers' range */
+            *kind = i && keys_plain && cc_utf8_valid((const char *)p + v0, i - v0) &&
+                    numbers_in_range(p + v0, i - v0) ? CC_FIN_OBJECT : CC_FIN_DECODE;
         } else {
-            i = skip_value(p, i, n, level + 1);
+            i = skip_value(p, i, n, depth + 1);
         }
         if (!i) return 0;
-        cc_span_t *dst = slot == FK_TYPE ? &out->type : slot == FK_RUN_ID ? &out->run_id :
-                         slot == FK_STEP_RESULT ? &out->step_result : slot == FK_METADATA ? &out->metadata :
-                         slot == FK_PM ? &out->provider_metadata : slot == FK_USAGE ? &out->usage : NULL;
+        cc_span_t *dst = fin_span(out, slot);
         if (dst) {
             dst->p = (const char *)p + v0;
             dst->len = i - v0;
@@ -619,7 +714,7 @@ cc_status cc_scan_finish(const char *buf, size_t len, cc_finish_t *out) {
     memset(out, 0, sizeof(*out));
     size_t i = ws(p, 0, len);
     if (i >= len || p[i] != '{') return CC_NOT_HOT;
-    i = fin_object(p, i, len, 0, out, &seen);
+    i = fin_object(p, i, len, FL_TOP, 0, out, &seen, NULL);
     if (!i || ws(p, i, len) != len || !out->type.p) return CC_NOT_HOT;
     if (KEY_IS(out->type.p, out->type.len, "\"step-finish\"")) out->kind = CC_FIN_STEP_FINISH;
     else if (KEY_IS(out->type.p, out->type.len, "\"finish\"")) out->kind = CC_FIN_FINISH;

@@ -833,6 +833,19 @@ FINISH_EDGES = [
     (_FIN % '"messages":[1,]', False),
     ('{"type":"finish","payload":{}} x', False),
     ('{"type":"text-delta","payload":{}}', False),
+    # stepResult and metadata: their keys are read in C, as a dict keeps them, unless msgspec must
+    # decode them whole to say whether it takes them (bad UTF-8, a number out of range)
+    (_FIN % '"stepResult":"stop","metadata":[1]', True),                     # neither is an object
+    (_FIN % '"stepResult":{"reason":"a","warnings":[1],"reason":"b"}', True),   # the last one wins
+    (_FIN % '"stepResult":{"re\\u0061son":"stop"},"metadata":{"\\u0069d":"m"}', True),  # escaped keys
+    (_FIN % '"stepResult":{"reason":5,"t":0.7,"n":12345678901234567890,"e":-1e-999}', True),
+    (_FIN % '"metadata":{"id":"a\\"b\\u00e9","modelId":null,"t":[1e299,1e300,-2.5E+301]}', True),
+    (_FIN % '"providerMetadata":null,"metadata":{"providerMetadata":{"p":1}}', True),
+    (_FIN % '"metadata":{"providerMetadata":{"p":1}},"providerMetadata":{"q":2}', True),
+    (_FIN % '"stepResult":{"reason":"stop","t":1.8e308}', False),               # out of range
+    (_FIN % '"metadata":{"n":1%s}' % ("0" * 5000), False),
+    (_FIN % '"metadata":{"id":"m","x":"\udcff"}', False),                    # bad UTF-8 (byte 0xFF)
+    (_FIN % '"metadata":{"id":"\udcc3"}', False),                             # in a value read
 ]
 
 
@@ -849,11 +862,11 @@ def test_finish_frames_read_in_c_equal_the_light_decoder(both):
 
     impl = both[0].impl
     for text, taken in FINISH_EDGES:
-        f = text.encode()
+        f = text.encode("utf-8", "surrogateescape")
         got, was_taken = impl.finish_fields(f)
         assert (got, was_taken) == (light(f), taken), text
     big = [f for f in gen.interleaved(6, 12, 5) if f.startswith(_accum.FINISH_PREFIXES)]
-    big += [e.encode() for e, ok in FINISH_EDGES if ok]
+    big += [e.encode("utf-8", "surrogateescape") for e, ok in FINISH_EDGES if ok]
     assert all(impl.finish_fields(f)[1] for f in big)
     rng = random.Random(5)
     counts = [0, 0]

@@ -70,6 +70,7 @@ cdef extern from "chunkcodec/scan.h":
         CC_FIN_ABSENT
         CC_FIN_NULL
         CC_FIN_OBJECT
+        CC_FIN_DECODE
         CC_FIN_STEP_FINISH
         CC_FIN_FINISH
     ctypedef struct cc_finish_t:
@@ -82,6 +83,13 @@ cdef extern from "chunkcodec/scan.h":
         cc_span_t metadata
         cc_span_t provider_metadata
         cc_span_t usage
+        int step_result_object
+        int metadata_object
+        cc_span_t sr_reason
+        cc_span_t sr_warnings
+        cc_span_t md_id
+        cc_span_t md_model_id
+        cc_span_t md_provider_metadata
     cc_status cc_scan_finish(const char *buf, size_t len, cc_finish_t *out) nogil
 
 

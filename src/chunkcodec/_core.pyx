@@ -15,6 +15,7 @@ from cpython.buffer cimport PyBuffer_FillInfo
 from cpython.object cimport PyObject
 from cpython.mem cimport PyMem_Calloc, PyMem_Free, PyMem_Malloc
 from cpython.ref cimport Py_DECREF
+from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.string cimport memcpy, memcmp, memchr, strlen
 from libc.stdint cimport uint64_t
 
@@ -238,25 +239,53 @@ AccumulatorBase = _accum.AccumulatorBase
 
 cdef object _decode_finish_light = _accum.decode_finish_light
 cdef object _light_fields = _accum.light_fields
-cdef object _pick_finish = _accum.pick_finish
 cdef tuple _FINISH_PREFIXES = _accum.FINISH_PREFIXES
 cdef object _decode_any = msgspec.json.Decoder().decode
 cdef tuple _SPAN_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError)
 
 
 cdef inline object _span_value(cc_span_t s):
-    return _UNSET if s.p == NULL else _decode_any(PyBytes_FromStringAndSize(s.p, <Py_ssize_t>s.len))
+    """The value at a span, as msgspec decodes it (typed Any); UNSET when absent.  A string with no
+    escape is made here: what msgspec makes of it, without the call and the copy."""
+    if s.p == NULL:
+        return _UNSET
+    if s.len >= 2 and s.p[0] == b'"' and memchr(s.p + 1, b'\\', s.len - 2) == NULL:
+        return PyUnicode_DecodeUTF8(s.p + 1, <Py_ssize_t>s.len - 2, NULL)   # (bad UTF-8: as msgspec, an error)
+    return _decode_any(PyBytes_FromStringAndSize(s.p, <Py_ssize_t>s.len))
+
+
+cdef inline object _span_or_none(cc_span_t s):
+    return None if s.p == NULL else _span_value(s)
 
 
 cdef tuple _fields_of(cc_finish_t* f):
     """light_fields(decode_finish_light(frame)) for the frame cc_scan_finish read, without the
-    light structs: the values at the spans it found (absent ones UNSET; no spans are found in a
-    null payload) decoded by msgspec as the light decoder decodes them in place (typed Any), then
-    read by _accum.pick_finish, as on the other paths."""
-    run_id = _span_value(f.run_id)
-    return (f.kind == CC_FIN_STEP_FINISH, None if run_id is _UNSET else run_id) + _pick_finish(
-        _span_value(f.step_result), _span_value(f.metadata),
-        _span_value(f.usage) if f.output == CC_FIN_OBJECT else None, _span_value(f.provider_metadata))
+    light structs: the values at the spans it found (no spans are found in a null payload), decoded
+    as msgspec decodes them (typed Any), then read as _accum.pick_finish reads them -- in the same
+    steps, but from the keys of stepResult and metadata the C reader found, so that those two
+    objects are not decoded whole (finish frames read both ways are compared by the tests)."""
+    cdef object reason = None, warnings = None, resp_id = None, model_id = None
+    cdef dict d
+    run_id = _span_or_none(f.run_id)
+    usage = _span_or_none(f.usage) if f.output == CC_FIN_OBJECT else None
+    if f.step_result_object == CC_FIN_OBJECT:
+        reason = _span_or_none(f.sr_reason)
+        warnings = _span_or_none(f.sr_warnings)
+    elif f.step_result_object == CC_FIN_DECODE:
+        d = _span_value(f.step_result)
+        reason, warnings = d.get("reason"), d.get("warnings")
+    pm = _span_or_none(f.provider_metadata)
+    if f.metadata_object == CC_FIN_OBJECT:
+        if pm is None:
+            pm = _span_or_none(f.md_provider_metadata)
+        resp_id = _span_or_none(f.md_id)
+        model_id = _span_or_none(f.md_model_id)
+    elif f.metadata_object == CC_FIN_DECODE:
+        d = _span_value(f.metadata)
+        if pm is None:
+            pm = d.get("providerMetadata")
+        resp_id, model_id = d.get("id"), d.get("modelId")
+    return (f.kind == CC_FIN_STEP_FINISH, run_id, reason, warnings, usage, resp_id, model_id, pm)
 
 
 cdef object _read_finish(const char* p, Py_ssize_t n, object span, bint* taken=NULL):

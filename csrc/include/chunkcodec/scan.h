@@ -64,20 +64,29 @@ size_t cc_escape_len(const char *p, size_t n);
  * cc_scan_finish checks the whole frame as msgspec checks what it skips (syntax, escapes, control
  * bytes; UTF-8 is left to msgspec, which checks it in the values it decodes) and gives the spans of
  * the values as written.
+ * Of stepResult and metadata, when they are objects, it gives the few keys read (the last of
+ * duplicates, as a dict keeps), so that these need not be decoded whole.
  * CC_NOT_HOT when the frame is not one of these, not valid, or not plain enough to be sure (escaped
- * or duplicate keys at the levels it reads, nesting past 64, a lone surrogate, a payload or output
- * that is neither an object nor null): the general decoder takes it then. */
+ * keys at the levels it reads, duplicate keys of the frame, its payload or output, nesting past 64,
+ * a lone surrogate, a payload or output that is neither an object nor null): the general decoder
+ * takes it then. */
 typedef struct cc_span { const char *p; size_t len; } cc_span_t;   /* p == NULL: absent */
 
-enum { CC_FIN_ABSENT = 0, CC_FIN_NULL = 1, CC_FIN_OBJECT = 2 };     /* payload, output */
+/* payload, output: absent, null or an object; stepResult, metadata: an object whose keys were read,
+ * or one to decode whole (its UTF-8 or a number's range left to msgspec, or an escaped key), or
+ * anything else (0) */
+enum { CC_FIN_ABSENT = 0, CC_FIN_NULL = 1, CC_FIN_OBJECT = 2, CC_FIN_DECODE = 3 };
 enum { CC_FIN_STEP_FINISH = 1, CC_FIN_FINISH = 2 };                 /* kind */
 
 typedef struct cc_finish {
     int kind;
     int payload, output;
+    int step_result_object, metadata_object;                  /* 0, CC_FIN_OBJECT or _DECODE */
     cc_span_t type, run_id;                                   /* top level */
     cc_span_t step_result, metadata, provider_metadata;       /* payload.* */
     cc_span_t usage;                                          /* payload.output.usage */
+    cc_span_t sr_reason, sr_warnings;                         /* payload.stepResult.* (last wins) */
+    cc_span_t md_id, md_model_id, md_provider_metadata;       /* payload.metadata.* (last wins) */
 } cc_finish_t;
 
 cc_status cc_scan_finish(const char *buf, size_t len, cc_finish_t *out);
