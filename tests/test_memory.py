@@ -120,3 +120,22 @@ def test_accumulator_dropped_mid_stream_leaves_no_reference_cycle(codec, how):
             assert bytes(view) == held and len(held) > 0
     finally:
         gc.enable()
+
+
+def test_a_big_piece_is_not_kept_alive_for_its_cut_tail(codec):
+    """The cut frame at the end of a piece: a small piece is kept by reference until the next one
+    ends the frame (no copy), a big one is not kept alive for a few bytes of tail.  Either way the
+    frame is whole once the next piece comes."""
+    import sys
+    frame = b'data: {"type":"text-delta","runId":"r","from":"AGENT","payload":{"id":"1","text":"hi"}}\n\n'
+    for size, kept in ((16384, True), ((1 << 20) + 1000, False)):
+        whole = frame * (size // len(frame) + 1)
+        piece, rest = whole[:size], whole[size:]
+        dec = codec.StreamDecoder("sse")
+        before = sys.getrefcount(piece)
+        n = len(dec.feed(piece))
+        if codec.name == "native":
+            assert (sys.getrefcount(piece) > before) is kept, size
+        n += len(dec.feed(rest)) + len(dec.close())
+        assert sys.getrefcount(piece) == before
+        assert n == whole.count(b"\n\n")

@@ -57,6 +57,9 @@ cdef extern from "Python.h":
 DEF FRAME_BATCH = 256
 DEF NOGIL_BYTES = 65536
 DEF SLACK = 2
+#: A piece up to this size whose last frame is cut is kept by reference until the next piece, not
+#: copied (a bigger one is not kept alive for the few bytes of its tail).
+DEF TAIL_BY_REFERENCE = 1 << 20
 
 cdef dict _FRAMINGS = {"auto": CC_FRAMING_AUTO, "sse": CC_FRAMING_SSE, "rs": CC_FRAMING_RS,
                        "ndjson": CC_FRAMING_NDJSON, "json": CC_FRAMING_JSON}
@@ -437,6 +440,8 @@ cdef class StreamDecoder:
     cdef bint _dicts
     cdef bint _frames
     cdef bytearray _pending
+    cdef bytes _tail_src       # or the pending bytes are _tail_src[_tail_off:], not yet copied
+    cdef Py_ssize_t _tail_off
     cdef long long _pending_pos
     cdef long long _offset
     cdef long long _index
@@ -540,12 +545,12 @@ cdef class StreamDecoder:
     cdef _feed(self, bytes b, Py_ssize_t off, long long base, list out):
         cdef const char* p = PyBytes_AS_STRING(b)
         cdef Py_ssize_t n = PyBytes_GET_SIZE(b)
-        cdef Py_ssize_t end, consumed, k
+        cdef Py_ssize_t end, consumed, k, t
         cdef size_t skip = 0
         cdef int fr
         cdef const void* rs
         cdef const void* lf
-        cdef bytes buf, tail
+        cdef bytes buf, tail, src
         if self._framing == CC_FRAMING_AUTO:
             if not self._pending:
                 self._pending_pos = base
@@ -612,6 +617,24 @@ cdef class StreamDecoder:
             self._finish_skip(end, self._terminator_len(tail, p + off, end), out)
             off += end
             base += end
+        if self._tail_src is not None:
+            # The tail of the piece before, kept by reference: when this piece ends its frame, the
+            # frame is copied once, from both pieces (the only frame copied).
+            src = self._tail_src
+            k = PyBytes_GET_SIZE(src) - self._tail_off
+            t = 2 if k >= 2 else k
+            end = cc_frame_find_end(self._framing, PyBytes_AS_STRING(src) + PyBytes_GET_SIZE(src) - t, t,
+                                    p + off, n - off)
+            if end < 0:
+                self._keep_tail()                # the frame goes on: the bytes are kept as below
+            else:
+                buf = PyBytes_FromStringAndSize(NULL, k + end)
+                memcpy(PyBytes_AS_STRING(buf), PyBytes_AS_STRING(src) + self._tail_off, k)
+                memcpy(PyBytes_AS_STRING(buf) + k, p + off, end)
+                self._tail_src = None
+                self._process(buf, 0, self._pending_pos, 0, out)
+                off += end
+                base += end
         if PyByteArray_GET_SIZE(self._pending):
             tail = bytes(self._pending[-2:])
             end = cc_frame_find_end(self._framing, PyBytes_AS_STRING(tail), PyBytes_GET_SIZE(tail), p + off, n - off)
@@ -630,9 +653,21 @@ cdef class StreamDecoder:
             base += end
         consumed = self._process(b, off, base, 0, out)
         if off + consumed < n:
-            _extend(self._pending, p + off + consumed, n - off - consumed)
             self._pending_pos = base + consumed
+            if n <= TAIL_BY_REFERENCE and n - off - consumed <= self._max + SLACK:
+                self._tail_src = b              # (bytes: it cannot change meanwhile)
+                self._tail_off = off + consumed
+                return
+            _extend(self._pending, p + off + consumed, n - off - consumed)
             self._check_pending()
+
+    cdef int _keep_tail(self) except -1:
+        """The tail kept by reference, copied into _pending (which is empty then)."""
+        if self._tail_src is not None:
+            _extend(self._pending, PyBytes_AS_STRING(self._tail_src) + self._tail_off,
+                    PyBytes_GET_SIZE(self._tail_src) - self._tail_off)
+            self._tail_src = None
+        return 0
 
     cdef int _terminator_len(self, bytes tail, const char* data, Py_ssize_t end) except -1:
         if self._framing != CC_FRAMING_SSE:
@@ -953,6 +988,7 @@ cdef class StreamDecoder:
         cdef size_t nf = 0, i, c
         cdef Py_ssize_t total = 0
         cdef bytes buf
+        self._keep_tail()
         if self._framing == CC_FRAMING_AUTO:
             self._framing = cc_detect_framing(PyByteArray_AS_STRING(self._pending),
                                               PyByteArray_GET_SIZE(self._pending), 1,
