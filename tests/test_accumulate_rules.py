@@ -880,6 +880,18 @@ def test_finish_frames_read_in_c_equal_the_light_decoder(both):
     assert min(counts) > 100, counts      # both ways were exercised
 
 
+def test_the_native_decoder_takes_only_the_compiled_accumulator_as_its_sink():
+    """The native decoder calls its accumulator's methods as C calls (it cimports the compiled
+    AccumulatorBase): anything else is refused up front, never called blindly."""
+    from conftest import Api, _native
+    core = _native()
+    with pytest.raises(TypeError, match="accumulator"):
+        core.StreamDecoder("sse", _sink=object())
+    acc = Api(core).Accumulator()
+    frame = b'data: {"type":"start","runId":"r","from":"AGENT","payload":{"id":"a","messageId":"m"}}\n\n'
+    assert core.StreamDecoder("sse", _sink=acc).feed(frame) == [] and acc.run_ids() == ["r"]
+
+
 def test_the_native_path_runs_the_compiled_accumulator_and_the_reference_path_the_plain_one():
     """_accum.py is the reference path's accumulator as it is and, compiled with _accumc.pxd, the
     native path's: a build that dropped the .pxd (plain Python attributes) or the compiled copy

@@ -83,6 +83,13 @@ cdef class AccumulatorBase:
     cdef public list invalid_frames
     cdef dict __dict__
     cdef object __weakref__
+    # what the native decoder calls (it cimports this class): C calls, not method lookups
+    cpdef add(self, chunk)
+    cpdef tuple _route(self, int kind, run_id, from_, key, name)
+    cpdef _make_current(self, run_id, from_)
+    cpdef _tool_input_end(self, run_id, from_, call_id)
+    cpdef _text_end(self, run_id, from_, id_)
+    cpdef _finish_read(self, tuple f)
 
 @cython.locals(run=_Run)
 cdef _Run _run_of(AccumulatorBase acc, run_id, from_)

@@ -20,6 +20,7 @@ from libc.string cimport memcpy, memcmp, memchr, strlen
 from libc.stdint cimport uint64_t
 
 from chunkcodec._cdefs cimport *
+from chunkcodec._accumc cimport AccumulatorBase as _Sink
 import weakref
 
 import msgspec
@@ -457,7 +458,7 @@ cdef class StreamDecoder:
     # accumulator dropped mid-stream would wait for the collector); _sink is the accumulator
     # itself only while one of its feed() or close() calls runs.
     cdef object _sinkref
-    cdef object _sink
+    cdef _Sink _sink           # the accumulator (the compiled AccumulatorBase), during a call
     cdef cc_routes* _routes    # (type, runId, id) -> DeltaBuf, for the C delta loop and _sink_hot
     cdef list _rkeep           # per route slot: (DeltaBuf, run) its route writes to, kept alive
     cdef object _cur_run       # the run the sink was last told is current
@@ -486,6 +487,8 @@ cdef class StreamDecoder:
         self.done = False
         self._cache = [None] * (2 * CC_F_COUNT)
         self._sink = None
+        if _sink is not None and not isinstance(_sink, _Sink):
+            raise TypeError(f"_sink must be a chunkcodec accumulator, got {type(_sink).__name__}")
         self._sinkref = None if _sink is None else weakref.ref(_sink)
         if _sink is not None and self._routes == NULL:
             self._routes = <cc_routes*>PyMem_Calloc(1, sizeof(cc_routes))
