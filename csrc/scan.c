@@ -506,10 +506,37 @@ static inline size_t ws(const unsigned char *p, size_t i, size_t n) {
     return skip_ws(p, i, n, &canon);
 }
 
-static size_t skip_value(const unsigned char *p, size_t i, size_t n, int depth);
+/* 1 if msgspec surely decodes the number p[0..l) (valid JSON) without "out of range": its magnitude
+ * is below 1e300 (a float, or an int of at most 300 digits); 0 when it might not. */
+static int number_in_range(const unsigned char *q, size_t l) {
+    size_t j = 0, d0;
+    long mag, e = 0;
+    int neg = 0;
+    if (j < l && q[j] == '-') j++;
+    while (j < l && q[j] == '0') j++;
+    d0 = j;
+    while (j < l && q[j] >= '0' && q[j] <= '9') j++;
+    mag = (long)(j - d0);
+    if (j < l && q[j] == '.') {
+        j++;
+        while (j < l && q[j] >= '0' && q[j] <= '9') j++;
+    }
+    if (j < l && (q[j] == 'e' || q[j] == 'E')) {
+        j++;
+        if (j < l && (q[j] == '+' || q[j] == '-')) neg = q[j++] == '-';
+        size_t e0 = j;
+        for (; j < l && q[j] >= '0' && q[j] <= '9'; j++)
+            if (j - e0 < 4) e = e * 10 + (q[j] - '0');
+        if (j - e0 > 4) return 0;
+    }
+    return (neg ? mag - e : mag + e) <= 300;
+}
 
-/* An object or array at p[i] (its opening bracket): the offset past its closing one, or 0. */
-static size_t skip_container(const unsigned char *p, size_t i, size_t n, int depth) {
+static size_t skip_value(const unsigned char *p, size_t i, size_t n, int depth, int *big);
+
+/* An object or array at p[i] (its opening bracket): the offset past its closing one, or 0.  big:
+ * NULL, or set to 1 when a number in it may be out of range for msgspec (number_in_range). */
+static size_t skip_container(const unsigned char *p, size_t i, size_t n, int depth, int *big) {
     unsigned char close = p[i] == '{' ? '}' : ']';
     if (depth >= FIN_MAX_DEPTH) return 0;
     i = ws(p, i + 1, n);
@@ -523,7 +550,7 @@ static size_t skip_container(const unsigned char *p, size_t i, size_t n, int dep
             if (i >= n || p[i] != ':') return 0;
             i = ws(p, i + 1, n);
         }
-        i = skip_value(p, i, n, depth + 1);
+        i = skip_value(p, i, n, depth + 1, big);
         if (!i) return 0;
         i = ws(p, i, n);
         if (i >= n) return 0;
@@ -533,15 +560,19 @@ static size_t skip_container(const unsigned char *p, size_t i, size_t n, int dep
     }
 }
 
-static size_t skip_value(const unsigned char *p, size_t i, size_t n, int depth) {
+static size_t skip_value(const unsigned char *p, size_t i, size_t n, int depth, int *big) {
     if (i >= n) return 0;
     switch (p[i]) {
     case '"': return skip_string(p, i + 1, n);
-    case '{': case '[': return skip_container(p, i, n, depth);
+    case '{': case '[': return skip_container(p, i, n, depth, big);
     case 't': return skip_literal(p, i, n, "true", 4);
     case 'f': return skip_literal(p, i, n, "false", 5);
     case 'n': return skip_literal(p, i, n, "null", 4);
-    default: return skip_number(p, i, n);
+    default: {
+        size_t e = skip_number(p, i, n);
+        if (big && e && !number_in_range(p + i, e - i)) *big = 1;
+        return e;
+    }
     }
 }
 
@@ -582,32 +613,6 @@ static int fin_key(int level, const char *k, size_t kl) {
     return -1;
 }
 
-/* 1 if msgspec surely decodes the number p[0..l) (valid JSON) without "out of range": its magnitude
- * is below 1e300 (a float, or an int of at most 300 digits); 0 when it might not. */
-static int number_in_range(const unsigned char *q, size_t l) {
-    size_t j = 0, d0;
-    long mag, e = 0;
-    int neg = 0;
-    if (j < l && q[j] == '-') j++;
-    while (j < l && q[j] == '0') j++;
-    d0 = j;
-    while (j < l && q[j] >= '0' && q[j] <= '9') j++;
-    mag = (long)(j - d0);
-    if (j < l && q[j] == '.') {
-        j++;
-        while (j < l && q[j] >= '0' && q[j] <= '9') j++;
-    }
-    if (j < l && (q[j] == 'e' || q[j] == 'E')) {
-        j++;
-        if (j < l && (q[j] == '+' || q[j] == '-')) neg = q[j++] == '-';
-        size_t e0 = j;
-        for (; j < l && q[j] >= '0' && q[j] <= '9'; j++)
-            if (j - e0 < 4) e = e * 10 + (q[j] - '0');
-        if (j - e0 > 4) return 0;
-    }
-    return (neg ? mag - e : mag + e) <= 300;
-}
-
 /* 1 if every number in the valid JSON value p[0..n) is in range (number_in_range). */
 static int numbers_in_range(const unsigned char *p, size_t n) {
     size_t i = 0;
@@ -643,63 +648,26 @@ static cc_span_t *fin_span(cc_finish_t *out, int slot) {
     }
 }
 
-/* The object at p[i] == '{' at `level` (FL_*), `depth` containers deep: reads the level's keys
- * into out, skips the rest.  Returns the offset past '}' or 0 (not taken). */
-static size_t fin_object(const unsigned char *p, size_t i, size_t n, int level, int depth, cc_finish_t *out,
-                         unsigned *seen, int *plain) {
+/* The members of the object at p[i] == '{': visit(ctx, p, k0, kl, v, n) is given each member's key
+ * (p[k0..k0+kl), as written) and the offset of its value, and returns the offset past the value, or
+ * 0 to refuse the frame.  Returns the offset past '}', or 0.  (The finish and step-start readers.) */
+typedef size_t (*member_fn)(void *ctx, const unsigned char *p, size_t k0, size_t kl, size_t v, size_t n);
+
+static size_t walk_object(const unsigned char *p, size_t i, size_t n, member_fn visit, void *ctx) {
     i = ws(p, i + 1, n);
     if (i < n && p[i] == '}') return i + 1;
     for (;;) {
         if (i >= n || p[i] != '"') return 0;
-        size_t k0 = i + 1, v0;
+        size_t k0 = i + 1;
         i = skip_string(p, k0, n);
         if (!i) return 0;
-        const char *k = (const char *)p + k0;
         size_t kl = i - 1 - k0;
-        int slot = -2;
-        for (size_t j = 0; j < kl; j++) {               /* it might read as one of ours */
-            if (p[k0 + j] == '\\' || p[k0 + j] >= 0x80) {
-                if (!plain) return 0;
-                *plain = 0;                             /* (stepResult, metadata: decoded whole) */
-                slot = -1;
-                break;
-            }
-        }
-        if (slot == -2) slot = fin_key(level, k, kl);
-        if (slot >= 0 && slot < FK_SR_REASON) {
-            if (*seen & (1u << slot)) return 0;       /* duplicate: leave it to the decoder */
-            *seen |= 1u << slot;
-        }
         i = ws(p, i, n);
         if (i >= n || p[i] != ':') return 0;
-        i = v0 = ws(p, i + 1, n);
+        i = ws(p, i + 1, n);
         if (i >= n) return 0;
-        if (slot == FK_PAYLOAD || slot == FK_OUTPUT) {
-            int *kind = slot == FK_PAYLOAD ? &out->payload : &out->output;
-            if (p[i] == '{') {
-                *kind = CC_FIN_OBJECT;
-                i = fin_object(p, i, n, slot == FK_PAYLOAD ? FL_PAYLOAD : FL_OUTPUT, depth + 1, out, seen, NULL);
-            } else {
-                *kind = CC_FIN_NULL;
-                i = skip_literal(p, i, n, "null", 4);
-            }
-        } else if ((slot == FK_STEP_RESULT || slot == FK_METADATA) && p[i] == '{') {
-            int *kind = slot == FK_STEP_RESULT ? &out->step_result_object : &out->metadata_object;
-            int keys_plain = 1;
-            i = fin_object(p, i, n, slot == FK_STEP_RESULT ? FL_STEP_RESULT : FL_METADATA, depth + 1, out, seen,
-                           &keys_plain);
-            /* msgspec would decode it whole, checking its UTF-8 and its numbers' range */
-            *kind = i && keys_plain && cc_utf8_valid((const char *)p + v0, i - v0) &&
-                    numbers_in_range(p + v0, i - v0) ? CC_FIN_OBJECT : CC_FIN_DECODE;
-        } else {
-            i = skip_value(p, i, n, depth + 1);
-        }
+        i = visit(ctx, p, k0, kl, i, n);
         if (!i) return 0;
-        cc_span_t *dst = fin_span(out, slot);
-        if (dst) {
-            dst->p = (const char *)p + v0;
-            dst->len = i - v0;
-        }
         i = ws(p, i, n);
         if (i >= n) return 0;
         if (p[i] == '}') return i + 1;
@@ -708,16 +676,159 @@ static size_t fin_object(const unsigned char *p, size_t i, size_t n, int level, 
     }
 }
 
+/* The finish reader's place in the frame: the level (FL_*), the containers around it, and for
+ * stepResult and metadata whether their keys are plain (else msgspec decodes them whole). */
+typedef struct fin_ctx { cc_finish_t *out; unsigned *seen; int *plain; int level, depth; } fin_ctx;
+
+static size_t fin_member(void *vctx, const unsigned char *p, size_t k0, size_t kl, size_t v0, size_t n) {
+    fin_ctx *c = vctx;
+    cc_finish_t *out = c->out;
+    size_t i = v0;
+    int slot = -2;
+    for (size_t j = 0; j < kl; j++) {               /* it might read as one of ours */
+        if (p[k0 + j] == '\\' || p[k0 + j] >= 0x80) {
+            if (!c->plain) return 0;
+            *c->plain = 0;                          /* (stepResult, metadata: decoded whole) */
+            slot = -1;
+            break;
+        }
+    }
+    if (slot == -2) slot = fin_key(c->level, (const char *)p + k0, kl);
+    if (slot >= 0 && slot < FK_SR_REASON) {
+        if (*c->seen & (1u << slot)) return 0;      /* duplicate: leave it to the decoder */
+        *c->seen |= 1u << slot;
+    }
+    if (slot == FK_PAYLOAD || slot == FK_OUTPUT) {
+        int *kind = slot == FK_PAYLOAD ? &out->payload : &out->output;
+        if (p[i] == '{') {
+            fin_ctx in = {out, c->seen, NULL, slot == FK_PAYLOAD ? FL_PAYLOAD : FL_OUTPUT, c->depth + 1};
+            *kind = CC_FIN_OBJECT;
+            i = walk_object(p, i, n, fin_member, &in);
+        } else {
+            *kind = CC_FIN_NULL;
+            i = skip_literal(p, i, n, "null", 4);
+        }
+    } else if ((slot == FK_STEP_RESULT || slot == FK_METADATA) && p[i] == '{') {
+        int keys_plain = 1;
+        fin_ctx in = {out, c->seen, &keys_plain, slot == FK_STEP_RESULT ? FL_STEP_RESULT : FL_METADATA,
+                      c->depth + 1};
+        i = walk_object(p, i, n, fin_member, &in);
+        /* msgspec would decode it whole, checking its UTF-8 and its numbers' range */
+        *(slot == FK_STEP_RESULT ? &out->step_result_object : &out->metadata_object) =
+            i && keys_plain && cc_utf8_valid((const char *)p + v0, i - v0) && numbers_in_range(p + v0, i - v0)
+            ? CC_FIN_OBJECT : CC_FIN_DECODE;
+    } else {
+        i = skip_value(p, i, n, c->depth + 1, NULL);
+    }
+    cc_span_t *dst = fin_span(out, slot);
+    if (i && dst) {
+        dst->p = (const char *)p + v0;
+        dst->len = i - v0;
+    }
+    return i;
+}
+
 cc_status cc_scan_finish(const char *buf, size_t len, cc_finish_t *out) {
     const unsigned char *p = (const unsigned char *)buf;
     unsigned seen = 0;
     memset(out, 0, sizeof(*out));
     size_t i = ws(p, 0, len);
     if (i >= len || p[i] != '{') return CC_NOT_HOT;
-    i = fin_object(p, i, len, FL_TOP, 0, out, &seen, NULL);
+    fin_ctx top = {out, &seen, NULL, FL_TOP, 0};
+    i = walk_object(p, i, len, fin_member, &top);
     if (!i || ws(p, i, len) != len || !out->type.p) return CC_NOT_HOT;
     if (KEY_IS(out->type.p, out->type.len, "\"step-finish\"")) out->kind = CC_FIN_STEP_FINISH;
     else if (KEY_IS(out->type.p, out->type.len, "\"finish\"")) out->kind = CC_FIN_FINISH;
     else return CC_NOT_HOT;
     return CC_OK;
+}
+
+/* ---- The step-start reader ---------------------------------------------------------------------
+ * A step-start frame carries the request the model was sent (its body can be the whole prompt)
+ * and may carry the input messages; accumulation reads only its warnings.  The typed decoder
+ * decodes all of it (payload fields typed Any), so this takes a frame only where that decoder
+ * surely takes it: the envelope and payload keys it knows, each once and unescaped; runId, from
+ * and messageId strings, startedAt an integer of at most 18 digits, payload an object; valid
+ * JSON, valid UTF-8 throughout and every number in range (number_in_range, checked as it skips).
+ * Anything else is CC_NOT_HOT, and the typed decoder reads it. */
+
+enum { SS_TYPE, SS_RUN_ID, SS_FROM, SS_PAYLOAD, SS_METADATA,
+       SS_REQUEST, SS_WARNINGS, SS_MESSAGE_ID, SS_STARTED_AT, SS_INPUT_MESSAGES };
+
+static int ss_key(int payload, const char *k, size_t kl) {
+    if (!payload) {
+        if (KEY_IS(k, kl, "type")) return SS_TYPE;
+        if (KEY_IS(k, kl, "runId")) return SS_RUN_ID;
+        if (KEY_IS(k, kl, "from")) return SS_FROM;
+        if (KEY_IS(k, kl, "payload")) return SS_PAYLOAD;
+        if (KEY_IS(k, kl, "metadata")) return SS_METADATA;
+    } else {
+        if (KEY_IS(k, kl, "request")) return SS_REQUEST;
+        if (KEY_IS(k, kl, "warnings")) return SS_WARNINGS;
+        if (KEY_IS(k, kl, "messageId")) return SS_MESSAGE_ID;
+        if (KEY_IS(k, kl, "startedAt")) return SS_STARTED_AT;
+        if (KEY_IS(k, kl, "inputMessages")) return SS_INPUT_MESSAGES;
+    }
+    return -1;
+}
+
+/* A JSON integer of at most 18 digits at p[i..e): what an int field surely takes. */
+static int ss_small_int(const unsigned char *p, size_t i, size_t e) {
+    if (i < e && p[i] == '-') i++;
+    if (e - i > 18) return 0;
+    for (; i < e; i++)
+        if (p[i] < '0' || p[i] > '9') return 0;
+    return 1;
+}
+
+typedef struct ss_ctx { cc_step_start_t *out; unsigned *seen; int *big; int payload; } ss_ctx;
+
+static size_t ss_member(void *vctx, const unsigned char *p, size_t k0, size_t kl, size_t v0, size_t n) {
+    ss_ctx *c = vctx;
+    size_t i = v0;
+    int slot = ss_key(c->payload, (const char *)p + k0, kl);       /* (an escaped key: none of ours) */
+    if (slot < 0 || (*c->seen & (1u << slot))) return 0;
+    *c->seen |= 1u << slot;
+    if (slot == SS_PAYLOAD) {
+        ss_ctx in = {c->out, c->seen, c->big, 1};
+        return p[i] == '{' ? walk_object(p, i, n, ss_member, &in) : 0;
+    }
+    if ((slot == SS_TYPE || slot == SS_RUN_ID || slot == SS_FROM || slot == SS_MESSAGE_ID) && p[i] != '"')
+        return 0;
+    i = skip_value(p, i, n, c->payload + 1, c->big);
+    if (!i || (slot == SS_STARTED_AT && !ss_small_int(p, v0, i))) return 0;
+    cc_span_t *dst = slot == SS_TYPE ? &c->out->type : slot == SS_RUN_ID ? &c->out->run_id :
+                     slot == SS_FROM ? &c->out->from_ : slot == SS_WARNINGS ? &c->out->warnings : NULL;
+    if (dst) {
+        dst->p = (const char *)p + v0;
+        dst->len = i - v0;
+    }
+    return i;
+}
+
+/* Whether "step-start" (quoted) is among the first bytes of a frame: where its type is, whatever
+ * the key order (Mastra writes runId and from first). */
+static int looks_step_start(const char *buf, size_t len) {
+    const char *p = buf, *end = buf + (len < 160 ? len : 160);
+    while (end - p >= 12 && (p = memchr(p, '"', (size_t)(end - p - 11))) != NULL) {
+        if (memcmp(p, "\"step-start\"", 12) == 0) return 1;
+        p++;
+    }
+    return 0;
+}
+
+cc_status cc_scan_step_start(const char *buf, size_t len, cc_step_start_t *out) {
+    const unsigned char *p = (const unsigned char *)buf;
+    unsigned seen = 0;
+    int big = 0;
+    memset(out, 0, sizeof(*out));
+    if (!looks_step_start(buf, len)) return CC_NOT_HOT;
+    size_t i = ws(p, 0, len);
+    if (i >= len || p[i] != '{') return CC_NOT_HOT;
+    ss_ctx top = {out, &seen, &big, 0};
+    i = walk_object(p, i, len, ss_member, &top);
+    if (!i || ws(p, i, len) != len || !(seen & (1u << SS_PAYLOAD)) ||
+        !KEY_IS(out->type.p, out->type.len, "\"step-start\""))
+        return CC_NOT_HOT;
+    return !big && cc_utf8_valid(buf, len) ? CC_OK : CC_NOT_HOT;
 }

@@ -880,6 +880,76 @@ def test_finish_frames_read_in_c_equal_the_light_decoder(both):
     assert min(counts) > 100, counts      # both ways were exercised
 
 
+_SS = '{"runId":"r1","from":"AGENT","type":"step-start","payload":{%s}}'
+_SS_REQ = '"request":{"body":{"model":"m","messages":[{"role":"user","content":"caf\u00e9 \\" \\n \\ud83d\\ude00"}],"t":0.7,"n":-12}}'
+#: step-start frames in or just outside what the C step-start reader takes, with whether it should.
+STEP_START_EDGES = [
+    (_SS % (_SS_REQ + ',"warnings":[],"messageId":"m1","startedAt":1795314166040'), True),   # as Mastra writes it
+    ('{"type":"step-start","payload":{"warnings":[{"type":"other","message":"w"}]}}', True),  # no runId/from
+    (' { "type" : "step-start" , "runId" : "r" , "payload" : { } , "metadata" : {"a":[null,true]} } ', True),
+    (_SS % '"warnings":"x","inputMessages":[{"role":"user"}],"startedAt":-5', True),     # warnings: any value
+    ('{"type":"step-start"}', False),                                      # no payload: the decoder refuses it
+    ('{"type":"step-start","payload":null}', False),
+    ('{"type":"step-start","runId":7,"payload":{}}', False),              # runId not a string
+    (_SS % '"messageId":1', False),
+    (_SS % '"startedAt":1.5', False),
+    (_SS % '"startedAt":1234567890123456789', False),                     # past what it vouches for
+    (_SS % '"extra":1', False),                                            # a key the payload has not
+    ('{"type":"step-start","x":1,"payload":{}}', False),
+    (_SS % '"warnings":[],"warnings":[]', False),                          # duplicate
+    ('{"type":"step-start","run\\u0049d":"r","payload":{}}', False),      # escaped key
+    (_SS % '"request":{"t":1e999}', False),                                # out of range
+    (_SS % '"request":{"t":1e300}', False),                                # in range, but past what it vouches for
+    (_SS % '"request":"\udcff"', False),                                   # bad UTF-8
+    (_SS % '"request":"\\ud800"', False),                                  # lone surrogate
+    (_SS % '"request":[1,]', False),
+    ('{"type":"step-starts","payload":{}}', False),
+    ('{"type":"text-start","payload":{"id":"step-start"}}', False),
+    ('{"type":"step-start","payload":{}} x', False),
+]
+
+
+def test_step_start_frames_read_in_c_equal_the_typed_decoder(both):
+    """The native side reads step-start frames -- whose request can hold the whole prompt -- with
+    a C reader that checks them without decoding them (cc_scan_step_start).  What it takes, the
+    typed decoder must take, with the same runId, from and warnings; on edge cases, and on
+    thousands of randomly corrupted step-start frames.  And a log of them accumulates alike."""
+    impl, ref = both[0].impl, both[1]
+
+    def typed(f):
+        got = list(ref.iter_chunks(f + b"\n", framing="ndjson", errors="keep"))
+        if len(got) != 1 or type(got[0]).__name__ != "StepStart":
+            return None
+        c = got[0]
+        return c.runId, c.from_, c.payload.warnings
+
+    for text, taken in STEP_START_EDGES:
+        f = text.encode("utf-8", "surrogateescape")
+        got = impl.step_start_fields(f)
+        assert (got is not None) == taken, text
+        if got is not None:
+            assert got == typed(f), text
+    frames = [f for f in gen.interleaved(6, 12, 5) if b'"step-start"' in f[:120]]
+    frames += [e.encode() for e, ok in STEP_START_EDGES if ok]
+    assert all(impl.step_start_fields(f) is not None for f in frames)
+    rng = random.Random(6)
+    counts = [0, 0]
+    for _ in range(150):
+        for f in corrupted(rng, frames, len(frames)):
+            got = impl.step_start_fields(f)
+            if got is not None:
+                assert got == typed(f), f
+            counts[got is not None] += 1
+    assert min(counts) > 100, counts
+    finish = b'{"type":"step-finish","runId":"%s","payload":{"stepResult":{"reason":"stop"}}}\n'
+    edges = [e.encode() for e, ok in STEP_START_EDGES if ok]
+    log = (edges[0] + b"\n" + finish % b"r1" + edges[1].replace(b'"type"', b'"runId":"r2","type"', 1) + b"\n" +
+           finish % b"r2" + edges[2] + b"\n" + finish % b"r")
+    outs = [[msgspec.to_builtins(r) for r in api.accumulate(log)] for api in both]
+    assert outs[0] == outs[1]
+    assert [[s["warnings"] for s in r["steps"]] for r in outs[0]] == [[[]], [[{"type": "other", "message": "w"}]], [[]]]
+
+
 def test_the_native_decoder_takes_only_the_compiled_accumulator_as_its_sink():
     """The native decoder calls its accumulator's methods as C calls (it cimports the compiled
     AccumulatorBase): anything else is refused up front, never called blindly."""

@@ -886,6 +886,11 @@ class AccumulatorBase:
         values in C)."""
         _run_of(self, f[1], UNSET).finish_frame(f[0], f[2:])
 
+    def _step_start(self, run_id: Any, from_: Any, warnings: Any) -> None:
+        """A step-start frame, its runId, from and payload.warnings (UNSET where absent) read by
+        the native decoder: what _on_step_start does with the chunk."""
+        _run_of(self, run_id, from_).step_start(_v(warnings))
+
     def _invalid(self, inv: Any) -> None:
         self.invalid_frames.append(inv)
 

@@ -90,6 +90,7 @@ cdef class AccumulatorBase:
     cpdef _tool_input_end(self, run_id, from_, call_id)
     cpdef _text_end(self, run_id, from_, id_)
     cpdef _finish_read(self, tuple f)
+    cpdef _step_start(self, run_id, from_, warnings)
 
 @cython.locals(run=_Run)
 cdef _Run _run_of(AccumulatorBase acc, run_id, from_)

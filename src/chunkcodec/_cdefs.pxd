@@ -91,6 +91,12 @@ cdef extern from "chunkcodec/scan.h":
         cc_span_t md_model_id
         cc_span_t md_provider_metadata
     cc_status cc_scan_finish(const char *buf, size_t len, cc_finish_t *out) nogil
+    ctypedef struct cc_step_start_t:
+        cc_span_t type
+        cc_span_t run_id
+        cc_span_t from_
+        cc_span_t warnings
+    cc_status cc_scan_step_start(const char *buf, size_t len, cc_step_start_t *out) nogil
 
 
 cdef extern from "chunkcodec/encode.h":

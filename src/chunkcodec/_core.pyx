@@ -254,7 +254,7 @@ cdef inline object _span_value(cc_span_t s):
     if s.p == NULL:
         return _UNSET
     if s.len >= 2 and s.p[0] == b'"' and memchr(s.p + 1, b'\\', s.len - 2) == NULL:
-        return PyUnicode_DecodeUTF8(s.p + 1, <Py_ssize_t>s.len - 2, NULL)   # (bad UTF-8: as msgspec, an error)
+        return PyUnicode_DecodeUTF8(s.p + 1, <Py_ssize_t>s.len - 2, NULL)   # (bad UTF-8: an error, as msgspec)
     return _decode_any(PyBytes_FromStringAndSize(s.p, <Py_ssize_t>s.len))
 
 
@@ -308,6 +308,33 @@ cdef object _read_finish(const char* p, Py_ssize_t n, object span, bint* taken=N
         taken[0] = False
     light = _decode_finish_light(span)
     return None if light is None else _light_fields(light)
+
+
+cdef bint _sink_step_start(_Sink sink, const char* p, Py_ssize_t n) except -1:
+    """A step-start frame read in C (its request and input messages checked, not decoded), to
+    sink._step_start; False when cc_scan_step_start leaves it to the typed decoder."""
+    cdef cc_step_start_t s
+    if cc_scan_step_start(p, <size_t>n, &s) != CC_OK:
+        return False
+    try:
+        run_id, from_, warnings = _span_value(s.run_id), _span_value(s.from_), _span_value(s.warnings)
+    except _SPAN_ERRORS:
+        return False
+    sink._step_start(run_id, from_, warnings)
+    return True
+
+
+def step_start_fields(data):
+    """(A test hook.)  (runId, from, warnings) as the native path reads a step-start frame (UNSET
+    where absent), or None when it leaves the frame to the typed decoder."""
+    cdef bytes b = bytes(data)
+    cdef cc_step_start_t s
+    if cc_scan_step_start(PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b), &s) != CC_OK:
+        return None
+    try:
+        return _span_value(s.run_id), _span_value(s.from_), _span_value(s.warnings)
+    except _SPAN_ERRORS:
+        return None
 
 
 def fast_isa():
@@ -799,6 +826,8 @@ cdef class StreamDecoder:
             self._sink_hot(&hot)
             return
         self._cur_run = None
+        if _sink_step_start(self._sink, p, length):
+            return
         span = _span(owner, start, length)
         if length > 20 and p[0] == b'{' and (p[9] == b's' or p[9] == b'f'):
             for prefix in _FINISH_PREFIXES:

@@ -91,4 +91,12 @@ typedef struct cc_finish {
 
 cc_status cc_scan_finish(const char *buf, size_t len, cc_finish_t *out);
 
+/* ---- step-start frames --------------------------------------------------------------------------
+ * The spans of a step-start frame's type, runId, from and payload.warnings (p NULL: absent), read
+ * while checking the frame as the typed decoder would (scan.c says how); CC_NOT_HOT when it is not
+ * such a frame or the typed decoder might read it differently. */
+typedef struct cc_step_start { cc_span_t type, run_id, from_, warnings; } cc_step_start_t;
+
+cc_status cc_scan_step_start(const char *buf, size_t len, cc_step_start_t *out);
+
 #endif
