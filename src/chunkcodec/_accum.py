@@ -622,8 +622,10 @@ def decode_finish_light(data: Any) -> Any:
 
 def pick_finish(sr: Any, md: Any, usage: Any, pm: Any) -> tuple:
     """(reason, warnings, usage, resp_id, model_id, pm) from a step-finish/finish payload's
-    stepResult, metadata, output.usage and providerMetadata (UNSET where absent): the one reading
-    of these fields, for typed and light payloads and for the values the native C reader finds."""
+    stepResult, metadata, output.usage and providerMetadata (UNSET where absent), for typed and
+    light payloads.  (The native C reader finds the keys of stepResult and metadata itself and
+    reads them in the same steps: _core._fields_of; the tests compare the two on edge cases and
+    corrupted frames.)"""
     # (called for every step-finish and finish: written for speed; UNSET and None are alike)
     if isinstance(sr, dict):
         reason, warnings = sr.get("reason"), sr.get("warnings")
