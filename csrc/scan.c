@@ -613,24 +613,6 @@ static int fin_key(int level, const char *k, size_t kl) {
     return -1;
 }
 
-/* 1 if every number in the valid JSON value p[0..n) is in range (number_in_range). */
-static int numbers_in_range(const unsigned char *p, size_t n) {
-    size_t i = 0;
-    while (i < n) {
-        if (p[i] == '"') {
-            i = skip_string(p, i + 1, n);
-            if (!i) return 0;
-        } else if (p[i] == '-' || (p[i] >= '0' && p[i] <= '9')) {
-            size_t e = skip_number(p, i, n);
-            if (!e || !number_in_range(p + i, e - i)) return 0;
-            i = e;
-        } else {
-            i++;
-        }
-    }
-    return 1;
-}
-
 static cc_span_t *fin_span(cc_finish_t *out, int slot) {
     switch (slot) {
     case FK_TYPE: return &out->type;
@@ -676,9 +658,10 @@ static size_t walk_object(const unsigned char *p, size_t i, size_t n, member_fn 
     }
 }
 
-/* The finish reader's place in the frame: the level (FL_*), the containers around it, and for
- * stepResult and metadata whether their keys are plain (else msgspec decodes them whole). */
-typedef struct fin_ctx { cc_finish_t *out; unsigned *seen; int *plain; int level, depth; } fin_ctx;
+/* The finish reader's place in the frame: the level (FL_*), the containers around it, and inside
+ * stepResult and metadata, `whole`: set when msgspec must decode the object whole (an escaped key,
+ * a number that may be out of range); NULL elsewhere. */
+typedef struct fin_ctx { cc_finish_t *out; unsigned *seen; int *whole; int level, depth; } fin_ctx;
 
 static size_t fin_member(void *vctx, const unsigned char *p, size_t k0, size_t kl, size_t v0, size_t n) {
     fin_ctx *c = vctx;
@@ -687,8 +670,8 @@ static size_t fin_member(void *vctx, const unsigned char *p, size_t k0, size_t k
     int slot = -2;
     for (size_t j = 0; j < kl; j++) {               /* it might read as one of ours */
         if (p[k0 + j] == '\\' || p[k0 + j] >= 0x80) {
-            if (!c->plain) return 0;
-            *c->plain = 0;                          /* (stepResult, metadata: decoded whole) */
+            if (!c->whole) return 0;
+            *c->whole = 1;                          /* (stepResult, metadata: decoded whole) */
             slot = -1;
             break;
         }
@@ -709,16 +692,14 @@ static size_t fin_member(void *vctx, const unsigned char *p, size_t k0, size_t k
             i = skip_literal(p, i, n, "null", 4);
         }
     } else if ((slot == FK_STEP_RESULT || slot == FK_METADATA) && p[i] == '{') {
-        int keys_plain = 1;
-        fin_ctx in = {out, c->seen, &keys_plain, slot == FK_STEP_RESULT ? FL_STEP_RESULT : FL_METADATA,
-                      c->depth + 1};
+        int whole = 0;
+        fin_ctx in = {out, c->seen, &whole, slot == FK_STEP_RESULT ? FL_STEP_RESULT : FL_METADATA, c->depth + 1};
         i = walk_object(p, i, n, fin_member, &in);
         /* msgspec would decode it whole, checking its UTF-8 and its numbers' range */
         *(slot == FK_STEP_RESULT ? &out->step_result_object : &out->metadata_object) =
-            i && keys_plain && cc_utf8_valid((const char *)p + v0, i - v0) && numbers_in_range(p + v0, i - v0)
-            ? CC_FIN_OBJECT : CC_FIN_DECODE;
+            i && !whole && cc_utf8_valid((const char *)p + v0, i - v0) ? CC_FIN_OBJECT : CC_FIN_DECODE;
     } else {
-        i = skip_value(p, i, n, c->depth + 1, NULL);
+        i = skip_value(p, i, n, c->depth + 1, c->whole);
     }
     cc_span_t *dst = fin_span(out, slot);
     if (i && dst) {

@@ -310,31 +310,23 @@ cdef object _read_finish(const char* p, Py_ssize_t n, object span, bint* taken=N
     return None if light is None else _light_fields(light)
 
 
-cdef bint _sink_step_start(_Sink sink, const char* p, Py_ssize_t n) except -1:
-    """A step-start frame read in C (its request and input messages checked, not decoded), to
-    sink._step_start; False when cc_scan_step_start leaves it to the typed decoder."""
+cdef tuple _step_start_values(const char* p, Py_ssize_t n):
+    """(runId, from, warnings) of a step-start frame read in C (its request and input messages
+    checked, not decoded; UNSET where absent), or None when cc_scan_step_start leaves the frame to
+    the typed decoder."""
     cdef cc_step_start_t s
     if cc_scan_step_start(p, <size_t>n, &s) != CC_OK:
-        return False
-    try:
-        run_id, from_, warnings = _span_value(s.run_id), _span_value(s.from_), _span_value(s.warnings)
-    except _SPAN_ERRORS:
-        return False
-    sink._step_start(run_id, from_, warnings)
-    return True
-
-
-def step_start_fields(data):
-    """(A test hook.)  (runId, from, warnings) as the native path reads a step-start frame (UNSET
-    where absent), or None when it leaves the frame to the typed decoder."""
-    cdef bytes b = bytes(data)
-    cdef cc_step_start_t s
-    if cc_scan_step_start(PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b), &s) != CC_OK:
         return None
     try:
         return _span_value(s.run_id), _span_value(s.from_), _span_value(s.warnings)
     except _SPAN_ERRORS:
         return None
+
+
+def step_start_fields(data):
+    """(A test hook.)  _step_start_values of a frame: what the native path reads from it."""
+    cdef bytes b = bytes(data)
+    return _step_start_values(PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b))
 
 
 def fast_isa():
@@ -821,12 +813,15 @@ cdef class StreamDecoder:
                      long long pos, list out):
         """Accumulator mode: hand one frame to the sink, in order."""
         cdef cc_hot_t hot
+        cdef tuple ss
         cdef const char* p = PyBytes_AS_STRING(owner) + start
         if cc_scan_hot(p, length, &hot) == CC_OK:
             self._sink_hot(&hot)
             return
         self._cur_run = None
-        if _sink_step_start(self._sink, p, length):
+        ss = _step_start_values(p, length)
+        if ss is not None:
+            self._sink._step_start(ss[0], ss[1], ss[2])
             return
         span = _span(owner, start, length)
         if length > 20 and p[0] == b'{' and (p[9] == b's' or p[9] == b'f'):
