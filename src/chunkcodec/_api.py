@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from typing import Any, AsyncIterator, Iterable, Iterator
 
+from ._gc import PAUSED
 from ._results import RunOutput
 from .chunks import BaseChunk
 from .errors import DecodeError
@@ -17,6 +18,12 @@ __all__ = ["Api"]
 
 #: How much a file-like source is asked for per read.
 READ_SIZE = 256 * 1024
+
+#: accumulate() pauses the garbage collector (_gc.py) around each piece of at least this many
+#: bytes that it gets from a caller's iterator or file object (never around the caller's code);
+#: a smaller piece does not make enough objects to trigger a collection, so pausing would only
+#: cost the switching.
+PAUSE_BYTES = 64 * 1024
 
 
 def _pieces(source: Any) -> Iterator[Any]:
@@ -141,10 +148,24 @@ class Api:
         by ``runId``), in the order the runs first appear.  source: what iter_chunks takes, or an
         iterable of typed chunks."""
         acc = self.Accumulator(framing, **opts)
-        for piece in _pieces(source):
-            if isinstance(piece, BaseChunk):
-                acc.add(piece)
-            else:
-                acc.feed(piece)
-        acc.close()
-        return list(acc.pop_results())
+        # The garbage collector is paused (_gc.py) while this package works: throughout for data,
+        # a path or a list or tuple (no code of the caller's runs in between), else around each
+        # big piece and the end, so that a caller's iterator or file object runs as usual.
+        whole = isinstance(source, (bytes, bytearray, memoryview, str, list, tuple, os.PathLike))
+        if whole:
+            PAUSED.__enter__()
+        try:
+            for piece in _pieces(source):
+                if isinstance(piece, BaseChunk):
+                    acc.add(piece)
+                elif whole or len(piece) < PAUSE_BYTES:
+                    acc.feed(piece)
+                else:
+                    with PAUSED:
+                        acc.feed(piece)
+            with PAUSED:
+                acc.close()
+                return list(acc.pop_results())
+        finally:
+            if whole:
+                PAUSED.__exit__()

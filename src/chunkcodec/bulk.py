@@ -30,6 +30,7 @@ import msgspec
 # (numpy is imported by the functions that make or read index columns, not here: reconstruct and
 # the command line's cat and bench make none, and a command line run then starts without it)
 from . import _reference
+from ._gc import PAUSED
 from ._model import _json_obj
 from .chunks import TAGGED
 from .errors import DecodeError
@@ -850,15 +851,9 @@ def _answer(work: Any) -> bytes:
 
 
 def _without_gc(work: Any) -> Any:
-    """work(), with the garbage collector off meanwhile (see _range_runs)."""
-    import gc
-    was = gc.isenabled()
-    gc.disable()
-    try:
+    """work(), with the garbage collector off meanwhile (see _range_runs and _gc.py)."""
+    with PAUSED:
         return work()
-    finally:
-        if was:
-            gc.enable()
 
 
 # ------------------------------------------------------------------------------------------------
