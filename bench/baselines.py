@@ -6,6 +6,7 @@ of interleaved runs, the answer the benchmark checks every contender against fir
 
 from __future__ import annotations
 
+import gc
 import json
 from typing import Any, Dict, Union
 
@@ -186,6 +187,20 @@ def msgspec_sse_live(pieces) -> dict:
             if ev.startswith(b"data: ") and ev != b"data: [DONE]":
                 frames.append(dec(ev[6:]))
     return msgspec_accumulate(frames)
+
+
+def paused(fn):
+    """fn with the garbage collector off while it runs, as chunkcodec.accumulate pauses it: a
+    pure-Python accumulator can do the same, so the targets are measured against this too."""
+    def run(*args):
+        was = gc.isenabled()
+        gc.disable()
+        try:
+            return fn(*args)
+        finally:
+            if was:
+                gc.enable()
+    return run
 
 
 def chunkcodec_answer(runs) -> dict:
