@@ -3,6 +3,8 @@ leave the collector as it found it, never pause a caller's code, and build nothi
 collector to be freed -- on both paths."""
 
 import gc
+import os
+import sys
 import threading
 
 import pytest
@@ -168,5 +170,25 @@ def test_pauses_nest_across_threads():
             with PAUSED:
                 assert not gc.isenabled()
         assert not gc.isenabled()          # off before: left off
+    finally:
+        (gc.enable if was else gc.disable)()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or sys.platform != "linux", reason="fork: Linux only here")
+def test_a_child_forked_during_a_pause_starts_without_it():
+    was = gc.isenabled()
+    gc.enable()
+    try:
+        with PAUSED:
+            pid = os.fork()
+            if pid == 0:                                   # the child: report through the exit code
+                ok = gc.isenabled()
+                with PAUSED:
+                    ok = ok and not gc.isenabled()
+                os._exit(0 if ok and gc.isenabled() else 1)
+            _, status = os.waitpid(pid, 0)
+            assert not gc.isenabled()                      # the parent's pause goes on
+        assert os.waitstatus_to_exitcode(status) == 0
+        assert gc.isenabled()
     finally:
         (gc.enable if was else gc.disable)()

@@ -6,6 +6,7 @@ loads.  Everything here only moves bytes between a source and a decoder.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import Any, AsyncIterator, Iterable, Iterator
 
@@ -152,9 +153,7 @@ class Api:
         # a path or a list or tuple (no code of the caller's runs in between), else around each
         # big piece and the end, so that a caller's iterator or file object runs as usual.
         whole = isinstance(source, (bytes, bytearray, memoryview, str, list, tuple, os.PathLike))
-        if whole:
-            PAUSED.__enter__()
-        try:
+        with PAUSED if whole else contextlib.nullcontext():
             for piece in _pieces(source):
                 if isinstance(piece, BaseChunk):
                     acc.add(piece)
@@ -166,6 +165,3 @@ class Api:
             with PAUSED:
                 acc.close()
                 return list(acc.pop_results())
-        finally:
-            if whole:
-                PAUSED.__exit__()

@@ -7,19 +7,22 @@ young and 2 middle collections a call (12 % of the time), and with earlier resul
 the caller, full collections too (30 % of a loop of such calls).  Paused, the same objects are
 walked once, by the first collection after the pause.
 
-Nothing this package builds while paused is cyclic garbage (tests/test_accumulate.py checks that
+Nothing this package builds while paused is cyclic garbage (tests/test_gc_pause.py checks that
 ``gc.collect()`` finds none after accumulating every corpus stream), so a pause loses no memory.
 Only the package's own work is paused, never a caller's code: see ``Api.accumulate``.
 
 ``PAUSED`` is re-entrant and shared by threads: the first ``with PAUSED`` in any thread turns
 the collector off (if it was on), the last one to leave turns it back on.  A program that turns
 the collector off itself from another thread while a pause is under way will find it on again
-when the pause ends (the gc module has no way to tell the two apart).
+when the pause ends (the gc module has no way to tell the two apart).  A process forked while a
+pause is under way starts without it (the threads that held it are not in the child): its
+collector as it was before the pause, and a fresh lock.
 """
 
 from __future__ import annotations
 
 import gc
+import os
 import threading
 
 __all__ = ["PAUSED"]
@@ -47,6 +50,15 @@ class _Paused:
             if self._depth == 0 and self._restore:
                 gc.enable()
 
+    def _after_fork(self) -> None:
+        """In a forked child: no pause is under way there (the lock may have been held)."""
+        self._lock = threading.Lock()
+        if self._depth and self._restore:
+            gc.enable()
+        self._depth = 0
+
 
 #: ``with PAUSED:`` -- the collector off meanwhile (see the module's docstring).
 PAUSED = _Paused()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=PAUSED._after_fork)
