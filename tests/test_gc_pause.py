@@ -1,6 +1,6 @@
 """accumulate() pauses the garbage collector while the package works (chunkcodec/_gc.py): it must
-leave the collector as it found it, never pause a caller's code, and build nothing that needs the
-collector to be freed -- on both paths."""
+leave the collector as it found it and never pause a caller's code, on both paths.  (That it
+builds nothing the collector would have to free: test_memory.py.)"""
 
 import gc
 import os
@@ -9,14 +9,11 @@ import threading
 
 import pytest
 
-from conftest import CORPUS
-from test_accumulate_rules import _bench_module
+from test_memory import _interleaved_log as _log
 
 from chunkcodec._api import PAUSE_BYTES
 from chunkcodec._gc import PAUSED
 from chunkcodec.errors import DecodeError
-
-STREAMS = sorted((CORPUS / "chunks").glob("*.jsonl")) + sorted((CORPUS / "wire").glob("*.sse"))
 
 
 @pytest.fixture
@@ -48,33 +45,6 @@ class Collections:
 
     def __exit__(self, *exc):
         gc.callbacks.remove(self)
-
-
-def _log():
-    gen = _bench_module("gen")
-    return gen.framed(gen.interleaved(30, 12, seed=3), "ndjson")
-
-
-def test_nothing_built_is_cyclic_garbage(codec):
-    """What makes the pause safe: every corpus stream and a log of interleaved runs, accumulated
-    and read out with the collector off, leave nothing that only the collector could free.  (A
-    first pass warms up: msgspec leaves a closure cycle behind the first time it inspects a type.)"""
-    streams = [(p.stem, p.read_bytes()) for p in STREAMS] + [("log", _log())]
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        for checked in (False, True):
-            for name, data in streams:
-                runs = codec.accumulate(data)
-                assert runs
-                for r in runs:
-                    r.to_mastra()
-                del runs
-                found = gc.collect()
-                assert not checked or found == 0, name
-    finally:
-        if was:
-            gc.enable()
 
 
 @pytest.mark.parametrize("enabled", [True, False])

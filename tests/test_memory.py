@@ -59,17 +59,34 @@ def test_rss_stays_flat(codec, what):
 LOG = b"".join(p.read_bytes().rstrip(b"\n") + b"\n" for p in sorted((CORPUS / "chunks").glob("*.jsonl")))
 
 
+def _interleaved_log():
+    from test_accumulate_rules import _bench_module
+    gen = _bench_module("gen")
+    return gen.framed(gen.interleaved(30, 12, seed=3), "ndjson")
+
+
 @pytest.mark.parametrize("how", ["accumulate", "pop_finished", "closed accumulator"])
 def test_accumulation_leaves_no_reference_cycle(codec, how):
     """Once its results are dropped, what accumulation built is freed by reference counting: a
     reference cycle (a run holding its accumulator, the decoder holding the accumulator as its
     sink, a buffer and its owner part) would leave every run of a log to the garbage collector,
-    which the next full collection then pays for all at once."""
-    codec.accumulate(LOG)   # (msgspec makes a cycle of its own the first time it meets a class)
+    which the next full collection then pays for all at once.  It is also what lets accumulate()
+    pause the collector (chunkcodec/_gc.py) without losing memory: every corpus stream, the wire
+    captures and a log of interleaved runs, read out through to_mastra() too."""
+    logs = [LOG, BODY, _interleaved_log()]
+    for log in logs:        # (msgspec makes a cycle of its own the first time it meets a class)
+        [r.to_mastra() for r in codec.accumulate(log)]
     gc.collect()
     gc.disable()
     try:
         if how == "accumulate":
+            for log in logs:
+                out = codec.accumulate(log)
+                assert out
+                for r in out:
+                    r.to_mastra()
+                del out
+                assert gc.collect() == 0
             out = codec.accumulate(LOG)
         else:
             acc = codec.Accumulator("ndjson")

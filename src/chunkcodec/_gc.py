@@ -7,7 +7,7 @@ young and 2 middle collections a call (12 % of the time), and with earlier resul
 the caller, full collections too (30 % of a loop of such calls).  Paused, the same objects are
 walked once, by the first collection after the pause.
 
-Nothing this package builds while paused is cyclic garbage (tests/test_gc_pause.py checks that
+Nothing this package builds while paused is cyclic garbage (tests/test_memory.py checks that
 ``gc.collect()`` finds none after accumulating every corpus stream), so a pause loses no memory.
 Only the package's own work is paused, never a caller's code: see ``Api.accumulate``.
 
