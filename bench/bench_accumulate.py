@@ -2,6 +2,7 @@
 
     python bench/bench_accumulate.py [--runs 40] [--deltas 300] [--repeat 7] [--json out.json]
     python bench/bench_accumulate.py --breakdown     # where chunkcodec.accumulate spends its time
+    python bench/bench_accumulate.py --loop 20       # 20 calls in a row, the collector left to itself
     python bench/bench_instructions.py --bench accumulate   # the same table in CPU instructions
 
 The log interleaves --runs agent runs frame by frame (bench/gen.py: Mastra-shaped runs whose
@@ -14,6 +15,7 @@ row's ratio to its baseline, measured in the same run.
 from __future__ import annotations
 
 import argparse
+import collections
 import gc
 import pathlib
 import random
@@ -135,6 +137,41 @@ def cases(runs: int, deltas: int):
                   "implementation": chunkcodec.IMPLEMENTATION}
 
 
+def loop_cases(runs: int, deltas: int, calls: int, keep: int):
+    """Rows for --loop: each contender called `calls` times in a row on the same input, the last
+    `keep` results kept alive, the garbage collector left to itself in between (timeit_rounds
+    collects only before each round).  This is how a service or a log miner calls accumulate, and
+    where pausing the collector pays: the young collections walk the run state being built, the
+    full ones everything kept.  A row's time is for the whole loop."""
+    frames = gen.interleaved(runs, deltas)
+    nd = gen.framed(frames, "ndjson")
+    sse = gen.framed(frames, "sse")
+    pieces = [sse[i:i + 16384] for i in range(0, len(sse), 16384)]
+    short = gen.framed(gen.interleaved(300, 12), "ndjson")
+    for data in (nd, short):
+        assert B.chunkcodec_answer(chunkcodec.accumulate(data)) == B.baseline_answer(B.msgspec_ndjson(data))
+    assert B.chunkcodec_answer(chunkcodec.accumulate(pieces)) == B.baseline_answer(B.msgspec_sse(sse))
+
+    def looped(fn, arg):
+        def run():
+            kept = collections.deque(maxlen=keep)
+            for _ in range(calls):
+                kept.append(fn(arg))
+        return run
+
+    rows = []
+    for group, base_fn, base_arg, arg in (("NDJSON log", B.msgspec_ndjson, nd, nd),
+                                          ("SSE body in 16 KiB pieces", B.msgspec_sse, sse, pieces),
+                                          ("300 short runs, 12 deltas each (NDJSON)", B.msgspec_ndjson, short, short)):
+        group = f"{group}, {calls} calls in a row keeping the last {keep} results"
+        mb = calls * len(base_arg) / 1e6
+        rows += [(group, "msgspec minimal union", looped(base_fn, base_arg), None, mb),
+                 (group, "msgspec minimal union, collector paused", looped(B.paused(base_fn), base_arg), None, mb),
+                 (group, "chunkcodec.accumulate", looped(chunkcodec.accumulate, arg),
+                  "msgspec minimal union, collector paused", mb)]
+    return rows, {"runs": runs, "calls": calls, "keep": keep, "implementation": chunkcodec.IMPLEMENTATION}
+
+
 def breakdown(runs: int, deltas: int, repeat: int) -> dict:
     """Shares of accumulate's time on the log, found by leaving frame kinds out (medians of
     interleaved rounds): the delta frames, the step-finish/finish frames, the other non-delta
@@ -204,11 +241,21 @@ def main(argv=None):
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--json")
     ap.add_argument("--breakdown", action="store_true", help="where accumulate's time goes, instead of the table")
+    ap.add_argument("--loop", type=int, metavar="CALLS",
+                    help="instead of the table: each contender called CALLS times in a row, the last "
+                         "--keep results kept, the collector left to itself (see loop_cases)")
+    ap.add_argument("--keep", type=int, default=3)
     add_only_options(ap)
     args = ap.parse_args(argv)
     if args.breakdown:
         for k, v in breakdown(args.runs, args.deltas, args.repeat).items():
             print(f"  {k:50s} {v:6}{'' if 'GB/s' in k else ' %'}")
+        return
+    if args.loop:
+        rows, info = loop_cases(args.runs, args.deltas, args.loop, args.keep)
+        print(f"data: {info['runs']} interleaved runs; each row: {info['calls']} calls, ms for all of them; "
+              f"chunkcodec path: {info['implementation']}")
+        run_table(rows, info, args.repeat, args.json, width=48)
         return
     rows, info = cases(args.runs, args.deltas)
     if args.only:

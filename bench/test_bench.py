@@ -74,6 +74,15 @@ def test_accumulate_msgspec_baseline(benchmark):
 
 
 @pytest.mark.benchmark(group="accumulate")
+def test_accumulate_msgspec_baseline_collector_paused(benchmark):
+    """The baseline the targets are read against (bench_accumulate.py): chunkcodec.accumulate
+    pauses the garbage collector, and so can a pure-Python loop."""
+    import baselines
+    nd = gen.framed(gen.interleaved(10, 300), "ndjson")
+    assert len(benchmark(baselines.paused(baselines.msgspec_ndjson), nd)) == 10
+
+
+@pytest.mark.benchmark(group="accumulate")
 def test_accumulate_chunkcodec(benchmark):
     import baselines
     nd = gen.framed(gen.interleaved(10, 300), "ndjson")
@@ -100,3 +109,14 @@ def test_only_runs_one_case_of_each_bench_script_as_bench_instructions_asks():
                       "typed decode, delta chunks only/chunkcodec StreamDecoder.feed", "--loops", "1"])
     with pytest.raises(SystemExit):
         bench_accumulate.main(["--runs", "2", "--deltas", "10", "--only", "no/such case"])
+
+
+def test_loop_mode_times_every_contender_on_its_checked_answer(capsys):
+    """bench_accumulate.py --loop (the README's loop figures): each group has the three rows, the
+    chunkcodec one read against the paused baseline."""
+    import bench_accumulate
+    rows, info = bench_accumulate.loop_cases(runs=3, deltas=10, calls=2, keep=1)
+    assert len(rows) == 9 and info["calls"] == 2
+    assert {r[3] for r in rows if r[1] == "chunkcodec.accumulate"} == {"msgspec minimal union, collector paused"}
+    bench_accumulate.main(["--runs", "3", "--deltas", "10", "--loop", "2", "--keep", "1", "--repeat", "1"])
+    assert capsys.readouterr().out.count("x vs msgspec minimal union, collector paused") == 3
