@@ -566,7 +566,8 @@ static size_t skip_container(const unsigned char *p, size_t i, size_t n, int dep
             if (i >= n || p[i] != ':') return 0;
             i = ws(p, i + 1, n);
         }
-        i = skip_value(p, i, n, depth + 1, big);
+        /* (a string, the usual value, without the call) */
+        i = i < n && p[i] == '"' ? skip_str(p, i + 1, n) : skip_value(p, i, n, depth + 1, big);
         if (!i) return 0;
         i = ws(p, i, n);
         if (i >= n) return 0;
