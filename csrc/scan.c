@@ -479,7 +479,10 @@ SKIP_INLINE size_t skip_str(const unsigned char *p, size_t i, size_t n) {
         __m128i m = _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')), _mm_cmpeq_epi8(v, _mm_set1_epi8('\\')));
         m = _mm_or_si128(m, _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1F)), v));     /* v <= 0x1F */
         unsigned mask = (unsigned)_mm_movemask_epi8(m);
-        if (mask && p[i + (size_t)__builtin_ctz(mask)] == '"') return i + (size_t)__builtin_ctz(mask) + 1;
+        if (mask) {
+            size_t end = i + (size_t)__builtin_ctz(mask);
+            if (p[end] == '"') return end + 1;
+        }
     }
 #endif
     return skip_string(p, i, n);
