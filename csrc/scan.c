@@ -469,22 +469,12 @@ static size_t skip_string(const unsigned char *p, size_t i, size_t n) {
     }
 }
 
-/* skip_string with its usual case inline: a string that ends within the 16 bytes after its opening
- * quote with no backslash or control byte before its end (keys, ids, short values: most strings
- * of a message history), found from one load without a call. */
+/* skip_string with its usual case inline: a string with no backslash or control byte (keys, ids,
+ * most values of a message history) is skipped by skip_string_bytes here, without a call; the
+ * call goes on from the first byte that needs more. */
 SKIP_INLINE size_t skip_str(const unsigned char *p, size_t i, size_t n) {
-#if defined(__SSE2__)
-    if (i + 16 <= n) {
-        __m128i v = _mm_loadu_si128((const __m128i *)(p + i));
-        __m128i m = _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')), _mm_cmpeq_epi8(v, _mm_set1_epi8('\\')));
-        m = _mm_or_si128(m, _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1F)), v));     /* v <= 0x1F */
-        unsigned mask = (unsigned)_mm_movemask_epi8(m);
-        if (mask) {
-            size_t end = i + (size_t)__builtin_ctz(mask);
-            if (p[end] == '"') return end + 1;
-        }
-    }
-#endif
+    i = skip_string_bytes(p, i, n, 0);
+    if (i < n && p[i] == '"') return i + 1;
     return skip_string(p, i, n);
 }
 
