@@ -20,6 +20,11 @@ this process, on the same file:
   is the ceiling for any parallel code on this machine in that round; scan_efficiency is the scan's
   speed-up over it (median of the rounds).  On a shared VM the second vCPU comes and goes: a
   speed-up target can only be judged against this ceiling measured alongside,
+- the scan's own ceiling on two threads, in the same rounds: the two halves of the log indexed
+  on two threads each into columns of its own, as one-thread scans of a range, never merged
+  (what bulk.scan(workers=2) does before its rows are put in one set of columns and its runs
+  numbered once).  unmerged_halves_speedup is one thread over that; merge_share is the two-thread
+  scan's time over it, less one: the share the merge adds, in place of guessing where it goes,
 - the pure-Python baseline on the first --sample-mb: for each line json.loads, then the type,
   runId and delta text an index needs; reported as a ratio,
 - reconstruct and stats on one process and on two (bulk.reconstruct/stats workers=), alternating,
@@ -93,6 +98,15 @@ def sha256_halves(view, halves, pool):
     return list(pool.map(lambda ab: digest(*ab), [(0, n // 2), (n // 2, n)]))
 
 
+def unmerged_halves(buf, pool):
+    """The log's two halves (cut at a frame boundary) indexed on two threads, each into columns
+    of its own by the one-thread range scanner, and left so: the scan's ceiling on two threads."""
+    fr = bulk._framing_of(buf, "auto")
+    mid = bulk._bulk.boundary(buf, len(buf) // 2, fr)
+    return list(pool.map(lambda ab: bulk._bulk.scan_range(bulk._TYPES, buf, ab[0], ab[1], fr),
+                         [(0, mid), (mid, len(buf))]))
+
+
 def python_index(path, limit):
     """The plain-Python way: json.loads per line."""
     types, runs, texts = [], {}, 0
@@ -129,7 +143,7 @@ def main() -> int:
         # one- and two-thread runs alternate, so a slow spell on the shared machine hits both
         # (and CPU time: how busy the two threads are, and what the same index costs in CPU on
         # two threads against one, which is where a shared VM's second core shows)
-        t1s, t2s, c1s, c2s, h1s, h2s = [], [], [], [], [], []
+        t1s, t2s, c1s, c2s, h1s, h2s, uhs = [], [], [], [], [], [], []
         with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m, \
                 memoryview(m) as view, ThreadPoolExecutor(2) as pool:
             for _ in range(args.repeat):
@@ -142,6 +156,7 @@ def main() -> int:
                 t, c, two = timed(lambda: bulk.scan(path, workers=2))
                 t2s.append(t)
                 c2s.append(c)
+                uhs.append(timed(lambda: unmerged_halves(m, pool))[0])
         t1, t2 = min(t1s), min(t2s)
         same = all(np.array_equal(getattr(one, c), getattr(two, c))
                    for c in ("offset", "length", "type", "run", "text_off", "text_len")) \
@@ -159,6 +174,8 @@ def main() -> int:
                           "machine_two_thread_speedup_per_round": [round(a / b, 2) for a, b in zip(h1s, h2s)],
                           "scan_efficiency": round(statistics.median(
                               (a / b) / (c / d) for a, b, c, d in zip(t1s, t2s, h1s, h2s)), 2),
+                          "unmerged_halves_speedup": round(statistics.median(a / u for a, u in zip(t1s, uhs)), 2),
+                          "merge_share": round(statistics.median(b / u - 1 for b, u in zip(t2s, uhs)), 3),
                           "two_thread_busy": round(statistics.median(c / (2 * w) for c, w in zip(c2s, t2s)), 2),
                           "two_thread_cpu_over_one": round(statistics.median(b / a for a, b in zip(c1s, c2s)), 2),
                           "identical": same,
