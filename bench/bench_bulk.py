@@ -156,11 +156,15 @@ def main() -> int:
                 t, c, two = timed(lambda: bulk.scan(path, workers=2))
                 t2s.append(t)
                 c2s.append(c)
-                uhs.append(timed(lambda: unmerged_halves(m, pool))[0])
+                t, _, halves = timed(lambda: unmerged_halves(m, pool))
+                uhs.append(t)
         t1, t2 = min(t1s), min(t2s)
         same = all(np.array_equal(getattr(one, c), getattr(two, c))
                    for c in ("offset", "length", "type", "run", "text_off", "text_len")) \
             and one.run_ids == two.run_ids
+        # the unmerged halves index the same frames (their run numbers are each half's own)
+        same_halves = all(np.array_equal(np.concatenate([h[0][k] for h in halves]), getattr(one, c))
+                          for k, c in ((0, "offset"), (1, "length"), (2, "type"), (4, "text_off"), (5, "text_len")))
         tp, (psize, pframes) = best(lambda: python_index(path, args.sample_mb << 20), 1)
         runs = {} if args.skip_runs else measure_runs(path, args.repeat, cut_into_files(path, tmp, 8))
         gbs1, gbs2 = size / t1 / 1e9, size / t2 / 1e9
@@ -183,6 +187,9 @@ def main() -> int:
                           "cpus": len(os.sched_getaffinity(0)), **runs}, indent=1))
         if not same or len(one) == 0:
             print("FAIL: the two-thread index differs from the one-thread index", file=sys.stderr)
+            return 1
+        if not same_halves:
+            print("FAIL: the unmerged halves index other frames than the one-thread scan", file=sys.stderr)
             return 1
         if runs and not runs["runs_identical"]:
             print("FAIL: reconstruct or stats on two processes differs from one", file=sys.stderr)
