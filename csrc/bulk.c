@@ -569,3 +569,101 @@ size_t cc_bulk_boundary(int framing, const char *buf, size_t len, size_t pos) {
         return pos;
     return e < 0 ? len : pos + (size_t)e;
 }
+
+void cc_backscan_init(cc_backscan *b) { memset(b, 0, sizeof *b); }
+
+void cc_backscan_free(cc_backscan *b) {
+    cc_index *s = &b->scratch;
+    free(s->offset);
+    free(s->length);
+    free(s->type);
+    free(s->run);
+    free(s->text_off);
+    free(s->text_len);
+    free(b->first);
+    memset(b, 0, sizeof *b);
+}
+
+/* Room in the scratch for `rows` rows, the rows it holds kept. */
+static int scratch_reserve(cc_index *s, size_t rows) {
+    if (rows <= s->cap) return 1;
+    size_t c = s->cap ? s->cap : 1024;
+    while (c < rows) c *= 2;
+#define GROW(f, T) do { T *q = realloc(s->f, c * sizeof(T)); if (!q) return 0; s->f = q; } while (0)
+    GROW(offset, int64_t);
+    GROW(length, int64_t);
+    GROW(type, int16_t);
+    GROW(run, int32_t);
+    GROW(text_off, int64_t);
+    GROW(text_len, int64_t);
+#undef GROW
+    s->cap = c;
+    return 1;
+}
+
+static int first_reserve(cc_backscan *b, size_t n) {
+    if (n <= b->first_cap) return 1;
+    size_t c = b->first_cap ? b->first_cap : 256;
+    while (c < n) c *= 2;
+    int64_t *q = realloc(b->first, c * sizeof(int64_t));
+    if (!q) return 0;
+    for (size_t i = b->first_cap; i < c; i++) q[i] = INT64_MAX;
+    b->first = q;
+    b->first_cap = c;
+    return 1;
+}
+
+ptrdiff_t cc_bulk_scan_back(int framing, const char *buf, size_t lo, size_t hi, size_t piece,
+                            const cc_typetab *types, cc_runtab *runs, cc_backscan *b, cc_index *out,
+                            size_t *bottom) {
+    cc_index *s = &b->scratch;
+    if (piece == 0) piece = 1;
+    while (hi > lo) {
+        /* the piece [start, hi): from the first boundary past hi - step, the step doubled while a
+         * frame longer than it holds hi - step */
+        size_t start = lo, step = piece;
+        while (hi - lo > step) {
+            size_t a = cc_bulk_boundary(framing, buf, hi, hi - step);
+            if (a < hi) {
+                start = a;
+                break;
+            }
+            step *= 2;
+        }
+        if (!scratch_reserve(s, 1024)) return -1;
+        s->n = 0;
+        for (size_t at = start; at < hi;) {
+            cc_index part = *s;                       /* the scratch past the rows it holds */
+            part.offset += s->n;
+            part.length += s->n;
+            part.type += s->n;
+            part.run += s->n;
+            part.text_off += s->n;
+            part.text_len += s->n;
+            part.cap = s->cap - s->n;
+            part.n = 0;
+            ptrdiff_t got = cc_bulk_scan(framing, buf + at, hi - at, 1, (int64_t)at, types, runs, &part);
+            if (got < 0) return -1;
+            s->n += part.n;
+            if (got == 0 && part.n == 0) return -2;
+            at += (size_t)got;
+            if (at < hi && !scratch_reserve(s, s->cap + 1)) return -1;
+        }
+        size_t n = s->n;
+        if (n > *bottom) break;                       /* no room: the piece is left unindexed (its
+                                                         * runs, in the run table, hold no row) */
+        size_t r0 = *bottom - n;
+        memcpy(out->offset + r0, s->offset, n * sizeof(int64_t));
+        memcpy(out->length + r0, s->length, n * sizeof(int64_t));
+        memcpy(out->type + r0, s->type, n * sizeof(int16_t));
+        memcpy(out->run + r0, s->run, n * sizeof(int32_t));
+        memcpy(out->text_off + r0, s->text_off, n * sizeof(int64_t));
+        memcpy(out->text_len + r0, s->text_len, n * sizeof(int64_t));
+        if (!first_reserve(b, runs->n)) return -1;
+        for (size_t i = n; i-- > 0;)                  /* the lowest row of a run written last */
+            if (s->run[i] >= 0) b->first[s->run[i]] = (int64_t)(r0 + i);
+        *bottom = r0;
+        hi = start;
+    }
+    return (ptrdiff_t)hi;
+}

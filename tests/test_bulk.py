@@ -160,8 +160,8 @@ def test_threads_give_the_single_thread_result(log, workers, monkeypatch, tmp_pa
 
 
 def test_threads_with_more_frames_than_guessed(log, monkeypatch, tmp_path):
-    # the first range goes straight into the final columns, sized by a guess of 48 bytes a
-    # frame: tiny frames after it (or in it) overflow the guess
+    # the ranges go straight into the final columns, sized by a guess of 48 bytes a frame (the
+    # first from its guessed last row down): tiny frames after it, or in it, overflow the guess
     monkeypatch.setattr(bulk, "MIN_PART_BYTES", 1000)
     tiny = b'{"type":"x"}\n' * 20000
     for data in (log + tiny, tiny + log, tiny):
@@ -596,6 +596,7 @@ def test_threads_in_small_pieces_taking_halves_of_each_others_ranges(log, worker
     monkeypatch.setattr(bulk, "PIECE_ROWS", 3)
     monkeypatch.setattr(bulk, "PIECE_BYTES", 700)
     monkeypatch.setattr(bulk, "STEAL_BYTES", 300)
+    monkeypatch.setattr(bulk, "BACK_PIECE_BYTES", 200)
     tiny = b'{"type":"x"}\n' * 3000
     for data in (log, _corrupted(log), gen.framed(gen.interleaved(8, 20, 5), "sse"),
                  gen.framed(gen.interleaved(8, 20, 5), "rs"), log + tiny, tiny + log, _and_reversed(log)):
@@ -604,32 +605,55 @@ def test_threads_in_small_pieces_taking_halves_of_each_others_ranges(log, worker
         assert _columns(bulk.scan(p, workers=workers)) == _columns(bulk.scan(p, workers=1))
 
 
-@pytest.mark.parametrize("more_rows_than_guessed", [False, True])
-def test_parallel_scan_direct_waiting_and_stolen_pieces(log, monkeypatch, more_rows_than_guessed):
-    """The parallel scan's steps in a fixed order on one thread: range 1 indexed before range 0
-    is done (its pieces wait to be copied), then half of range 0 taken as a new range, range 0
-    and that half indexed straight into the merged columns, the waiting pieces copied."""
+@pytest.mark.parametrize("overflow", [None, "after", "anchor"])
+def test_parallel_scan_direct_waiting_and_stolen_pieces(log, monkeypatch, overflow):
+    """The parallel scan's steps in a fixed order on one thread.  Three ranges: the anchor (indexed
+    from its end down), r1 and r2.  r2 is indexed before r1 is done (its pieces wait to be
+    copied); the lower half of the anchor is taken as a range before it, then the upper half of
+    r1 as a range after it; the anchor goes in below its top row, r1 and its half straight into
+    the merged columns, the anchor's half waits until it is done; the waiting pieces are copied.
+    overflow: tiny frames make more rows than guessed after the anchor (the merged columns are
+    outgrown) or in it (its rows reach row 0: the rest becomes a range before it)."""
     _native()        # the native scan's machinery: skipped under CHUNKCODEC_NO_EXTENSIONS
     _bulk = bulk._bulk
     monkeypatch.setattr(bulk, "PIECE_ROWS", 4)
     monkeypatch.setattr(bulk, "PIECE_BYTES", 900)
     monkeypatch.setattr(bulk, "STEAL_BYTES", 300)
-    data = _and_reversed(log) + (b'{"type":"x"}\n' * 40000 if more_rows_than_guessed else b"")
+    monkeypatch.setattr(bulk, "BACK_PIECE_BYTES", 250)
+    tiny = b'{"type":"x"}\n' * 10000
+    data = _and_reversed(log)
     fr = bulk._reference.NDJSON
-    mid = _bulk.boundary(data, len(data) // 2, fr)
-    ranges = [(0, mid), (mid, len(data))]
-    room = sum((b - a) // _bulk.ROW_GUESS + 16 for a, b in ranges)
-    lay = bulk._Layout([bulk._Range(data, a, b, fr) for a, b in ranges], tuple(np.empty(room, d) for d in _bulk.DTYPES))
-    first, second = lay.ranges
-    bulk._index_range(lay, second)
-    assert len(lay.waiting) == len(second.pieces) > 1
-    half = lay.steal(data, fr)
-    assert half is not None and lay.ranges == [first, half, second] and first.scan.end == half.scan.pos
-    bulk._index_range(lay, first)
-    bulk._index_range(lay, half)
+    mid = _bulk.boundary(data, len(data) * 3 // 10, fr)   # in the part of the anchor it keeps
+    data = {None: data, "after": data + tiny * 4, "anchor": data[:mid] + tiny + data[mid:]}[overflow]
+    cuts = [0] + [_bulk.boundary(data, len(data) * k // 5, fr) for k in (2, 4)] + [len(data)]
+    ranges = list(zip(cuts, cuts[1:]))
+    top = (cuts[1] - cuts[0]) // _bulk.ROW_GUESS + 16
+    room = top + sum((b - a) // _bulk.ROW_GUESS + 16 for a, b in ranges[1:])
+    anchor = bulk._Anchor(data, *ranges[0], fr, top)
+    lay = bulk._Layout([anchor] + [bulk._Range(data, a, b, fr) for a, b in ranges[1:]],
+                       tuple(np.empty(room, d) for d in _bulk.DTYPES))
+    _, r1, r2 = lay.ranges
+    bulk._index_range(lay, r2)
+    assert len(lay.waiting) == len(r2.pieces) > 1
+    low = lay.steal(data, fr)              # the anchor has the most left
+    assert low is not None and lay.ranges == [low, anchor, r1, r2] and low.scan.end == anchor.scan.start
+    high = lay.steal(data, fr)             # now r1 has
+    assert high is not None and lay.ranges == [low, anchor, r1, high, r2] and r1.scan.end == high.scan.pos
+    bulk._index_back(lay, anchor, data, fr)
+    if overflow == "anchor":               # its rows reached row 0: the rest, a range of its own,
+        rest = lay.ranges[1]               # indexed by the same thread
+        assert lay.ranges == [low, rest, anchor, r1, high, r2] and rest.rows > 0
+        assert anchor.bottom < bulk.BACK_PIECE_BYTES and rest.scan.end == anchor.scan.end
+    else:
+        assert lay.ranges == [low, anchor, r1, high, r2] and anchor.bottom > 0
+    assert anchor.rows == anchor.top - anchor.bottom > 0
+    for r in (r1, high, low):
+        bulk._index_range(lay, r)
+    if overflow is None:
+        assert all(p[0] is r2 or p[0] is low for p in lay.waiting)
     assert lay.steal(data, fr) is None
     lay.copy_waiting()
-    assert (sum(r.rows for r in lay.ranges) > lay.room) == bool(lay.waiting) == more_rows_than_guessed
+    assert bool(lay.waiting) == (overflow is not None)
     with ThreadPoolExecutor(2) as ex:
         cols, runs = bulk._merged(lay, ex, 2)
     one = bulk.scan(data, "ndjson", workers=1)
@@ -638,18 +662,61 @@ def test_parallel_scan_direct_waiting_and_stolen_pieces(log, monkeypatch, more_r
                                                                one.text_off, one.text_len)]
 
 
-def test_a_failing_thread_does_not_leave_the_others_waiting(log, monkeypatch, tmp_path):
+@pytest.mark.parametrize("framing", ["ndjson", "sse", "rs"])
+def test_back_scan_indexes_a_range_from_its_end_down(framing):
+    """BackScan in pieces of a few frames, some frames longer than a piece: the rows of the forward
+    scan, ending at the row asked for; the runs in order of first appearance; and, with room for
+    fewer rows, the last frames that fit (whole pieces), the rest left."""
+    _native()
+    _bulk = bulk._bulk
+    data = gen.framed(gen.interleaved(8, 20, 5), framing)
+    fr = bulk._framing_of(data, framing)
+    cols, ids = _bulk.scan_range(bulk._TYPES, data, 0, len(data), fr)
+    n = len(cols[0])
+    for piece in (1, 150, 1000, 1 << 20):
+        out = tuple(np.full(n + 10, -7, d) for d in _bulk.DTYPES)
+        sc = _bulk.BackScan(bulk._TYPES, data, 0, len(data), fr)
+        got, limit = 0, len(data)
+        while not sc.done:                 # in steps, as the parallel scan does
+            limit = sc.piece_start(3000)
+            got += sc.fill(out, n + 5 - got, limit, piece)
+            assert sc.end == limit
+        assert got == n and all((c[:5] == -7).all() and (c[n + 5:] == -7).all() for c in out)
+        order, lut = sc.run_order()
+        assert order == ids and lut.dtype == np.int32
+        rn = out[3][5:n + 5]
+        back = np.where(rn >= 0, lut[rn], -1)
+        for k in (0, 1, 2, 4, 5):
+            assert out[k][5:n + 5].tolist() == cols[k].tolist()
+        assert back.tolist() == cols[3].tolist()
+    # room for 40 rows: whole pieces from the end while they fit
+    out = tuple(np.empty(40, d) for d in _bulk.DTYPES)
+    sc = _bulk.BackScan(bulk._TYPES, data, 0, len(data), fr)
+    got = sc.fill(out, 40, 0, 500)
+    assert 0 < got <= 40 and sc.end > 0 and not sc.done
+    first = int(np.searchsorted(cols[0], sc.end))
+    assert out[0][40 - got:].tolist() == cols[0][first:].tolist() and first + got == n
+    order, lut = sc.run_order()            # runs met only in the piece that did not fit hold no row
+    assert sorted(lut[lut >= 0].tolist()) == list(range(len(order)))
+    with pytest.raises(ValueError):
+        sc.fill(out, 41, 0, 500)
+    with pytest.raises(ValueError):
+        sc.fill(out, 10, sc.end + 1, 500)
+
+
+@pytest.mark.parametrize("fails", ["_index_back", "_index_range"])
+def test_a_failing_thread_does_not_leave_the_others_waiting(log, monkeypatch, tmp_path, fails):
     if os.environ.get("CHUNKCODEC_NO_EXTENSIONS"):
         pytest.skip("the native parallel scan (the reference path scans on one thread)")
     _native()
     monkeypatch.setattr(bulk, "MIN_PART_BYTES", 1000)
-    real = bulk._index_range
+    real = getattr(bulk, fails)
 
-    def index_range(lay, r):
-        if r is lay.ranges[0]:
+    def index(lay, r, *args):
+        if r is lay.ranges[-1] or fails == "_index_back":
             raise MemoryError("no room")
-        real(lay, r)
-    monkeypatch.setattr(bulk, "_index_range", index_range)
+        real(lay, r, *args)
+    monkeypatch.setattr(bulk, fails, index)
     p = tmp_path / "log"
     p.write_bytes(log)
     raised = []

@@ -2,8 +2,8 @@
 """Native side of chunkcodec.bulk: index a byte range of a log with the GIL released.
 
 Layers: csrc/bulk.c does the work; this module only allocates the numpy columns, calls it without
-the GIL (a range at once, or piece by piece with RangeScan), copies and renumbers rows without the
-GIL, and turns run tables into bytes and str.  chunkcodec.bulk (Python) splits files into ranges,
+the GIL (a range at once, piece by piece from its start up with RangeScan, or from its end down
+with BackScan), copies and renumbers rows without the GIL, and turns run tables into bytes and str.  chunkcodec.bulk (Python) splits files into ranges,
 runs them on threads and merges the run tables.
 """
 
@@ -13,8 +13,8 @@ from libc.stdint cimport int16_t, int32_t, int64_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memchr, memcpy
 
-from ._cdefs cimport (cc_bulk_boundary, cc_bulk_scan, cc_index, cc_runtab, cc_runtab_free,
-                      cc_runtab_init, cc_typetab)
+from ._cdefs cimport (cc_backscan, cc_backscan_free, cc_backscan_init, cc_bulk_boundary, cc_bulk_scan,
+                      cc_bulk_scan_back, cc_index, cc_runtab, cc_runtab_free, cc_runtab_init, cc_typetab)
 
 #: Rows asked for per call: enough for a range of small frames, grown in steps past it.
 cdef Py_ssize_t MIN_ROWS = 4096
@@ -65,18 +65,15 @@ def boundary(buf, Py_ssize_t pos, int framing):
     return cc_bulk_boundary(framing, <const char*>&v[0], v.shape[0], pos)
 
 
-cdef Py_ssize_t _fill(TypeTable types, const char* base, Py_ssize_t pos, Py_ssize_t end, int framing,
-                      tuple cols, cc_runtab* runs, Py_ssize_t* rows) except -1:
-    """Index buf[pos:end] into the six columns `cols` from row 0, as far as they have room, GIL
-    released.  Returns the bytes consumed; *rows is set to the rows written."""
+cdef int _columns(tuple cols, cc_index* idx) except -1:
+    """idx set to write into the six columns `cols` from row 0 (idx.n = 0)."""
     cdef int64_t[::1] off = cols[0], ln = cols[1], toff = cols[4], tln = cols[5]
     cdef int16_t[::1] ty = cols[2]
     cdef int32_t[::1] rn = cols[3]
-    cdef Py_ssize_t cap = off.shape[0], got
+    cdef Py_ssize_t cap = off.shape[0]
     if cap == 0 or ln.shape[0] < cap or ty.shape[0] < cap or rn.shape[0] < cap or toff.shape[0] < cap \
             or tln.shape[0] < cap:
         raise ValueError("columns empty or of different lengths")
-    cdef cc_index idx
     idx.offset = &off[0]
     idx.length = &ln[0]
     idx.type = &ty[0]
@@ -85,6 +82,16 @@ cdef Py_ssize_t _fill(TypeTable types, const char* base, Py_ssize_t pos, Py_ssiz
     idx.text_len = &tln[0]
     idx.cap = cap
     idx.n = 0
+    return 0
+
+
+cdef Py_ssize_t _fill(TypeTable types, const char* base, Py_ssize_t pos, Py_ssize_t end, int framing,
+                      tuple cols, cc_runtab* runs, Py_ssize_t* rows) except -1:
+    """Index buf[pos:end] into the six columns `cols` from row 0, as far as they have room, GIL
+    released.  Returns the bytes consumed; *rows is set to the rows written."""
+    cdef Py_ssize_t got
+    cdef cc_index idx
+    _columns(cols, &idx)
     with nogil:
         got = cc_bulk_scan(framing, base + pos, end - pos, 1, pos, &types.t, runs, &idx)
     if got < 0:
@@ -130,16 +137,11 @@ def scan_range(TypeTable types, buf, Py_ssize_t start, Py_ssize_t end, int frami
     return cols, sc.run_ids()
 
 
-cdef class RangeScan:
-    """Index buf[start:end] a piece at a time, into columns the caller gives each time (its own,
-    or a window of the merged columns once it knows where this range's rows go), with one run
-    table across the pieces.  `end` may be lowered between pieces (another thread takes the
-    rest)."""
+cdef class _Ranged:
+    """What both range scanners hold: the buffer, the framing and one run table for the range."""
     cdef TypeTable types
     cdef const unsigned char[::1] v
     cdef const char* base
-    cdef readonly Py_ssize_t pos
-    cdef public Py_ssize_t end
     cdef int framing
     cdef cc_runtab runs
 
@@ -147,14 +149,29 @@ cdef class RangeScan:
         self.types = types
         self.v = buf
         self.base = _base(self.v, start, end)
-        self.pos = start
-        self.end = end
         self.framing = framing
         if not cc_runtab_init(&self.runs, 1024):
             raise MemoryError()
 
     def __dealloc__(self):
         cc_runtab_free(&self.runs)
+
+    def run_ids(self):
+        """The run table's keys as bytes, by this range's run index."""
+        return _run_ids(&self.runs)
+
+
+cdef class RangeScan(_Ranged):
+    """Index buf[start:end] a piece at a time, into columns the caller gives each time (its own,
+    or a window of the merged columns once it knows where this range's rows go), with one run
+    table across the pieces.  `end` may be lowered between pieces (another thread takes the
+    rest)."""
+    cdef readonly Py_ssize_t pos
+    cdef public Py_ssize_t end
+
+    def __cinit__(self, TypeTable types, buf, Py_ssize_t start, Py_ssize_t end, int framing):
+        self.pos = start
+        self.end = end
 
     @property
     def done(self):
@@ -181,9 +198,74 @@ cdef class RangeScan:
         self.pos += got
         return rows
 
-    def run_ids(self):
-        """The run table's keys as bytes, by this range's run index."""
-        return _run_ids(&self.runs)
+
+cdef class BackScan(_Ranged):
+    """Index buf[start:end] from the end down, a call at a time, into the merged columns just below
+    a row (the range's rows then end at a row known from the start).  `start` may be raised
+    between calls (another thread takes the lower part); `end` is the lowest byte indexed."""
+    cdef public Py_ssize_t start
+    cdef readonly Py_ssize_t end
+    cdef cc_backscan back
+
+    def __cinit__(self, TypeTable types, buf, Py_ssize_t start, Py_ssize_t end, int framing):
+        cc_backscan_init(&self.back)
+        self.start = start
+        self.end = end
+
+    def __dealloc__(self):
+        cc_backscan_free(&self.back)
+
+    @property
+    def done(self):
+        return self.start >= self.end
+
+    def piece_start(self, Py_ssize_t nbytes):
+        """Where a piece of about nbytes below end starts: a frame boundary, at least start."""
+        cdef Py_ssize_t b
+        if self.end - self.start <= nbytes:
+            return self.start
+        b = cc_bulk_boundary(self.framing, self.base, self.end, self.end - nbytes)
+        return max(self.start, b) if b < self.end else self.start
+
+    def fill(self, tuple out, Py_ssize_t bottom, Py_ssize_t limit, Py_ssize_t piece):
+        """Index the frames from `limit` (a frame boundary) to end, from end down in pieces of
+        about `piece` bytes, into the columns `out` just below row `bottom`, as long as they
+        fit: the rows written (end is then limit, or above it when the next piece did not)."""
+        cdef cc_index idx
+        cdef size_t b = bottom
+        cdef Py_ssize_t got
+        if not self.start <= limit <= self.end:
+            raise ValueError("piece start outside the range")
+        if self.end == limit:
+            return 0
+        _columns(out, &idx)
+        if not 0 <= bottom <= <Py_ssize_t>idx.cap or piece < 1:
+            raise ValueError("row outside the merged columns, or an empty piece")
+        with nogil:
+            got = cc_bulk_scan_back(self.framing, self.base, limit, self.end, piece, &self.types.t,
+                                    &self.runs, &self.back, &idx, &b)
+        if got == -1:
+            raise MemoryError()
+        if got == -2:
+            raise RuntimeError(f"the bulk scanner stopped in the range {limit}..{self.end}")
+        self.end = got
+        return bottom - <Py_ssize_t>b
+
+    def run_order(self):
+        """(the runIds as bytes in order of first appearance in the log, the int32 table from
+        this scanner's run index to that order; -1 for a run no row holds)."""
+        import numpy as np
+        ids = _run_ids(&self.runs)
+        lows = np.full(len(ids), np.iinfo(np.int64).max, dtype=np.int64)
+        cdef int64_t[::1] lv = lows
+        cdef Py_ssize_t i, n = min(<Py_ssize_t>self.runs.n, <Py_ssize_t>self.back.first_cap)
+        if n:
+            memcpy(&lv[0], self.back.first, n * sizeof(int64_t))
+        order = np.argsort(lows, kind="stable")
+        held = int(np.count_nonzero(lows != np.iinfo(np.int64).max))
+        lut = np.full(len(ids), -1, dtype=np.int32)
+        lut[order[:held]] = np.arange(held, dtype=np.int32)
+        return [ids[i] for i in order[:held].tolist()], lut
 
 
 def copy_rows(tuple cols, tuple out, Py_ssize_t at):

@@ -143,6 +143,14 @@ cdef extern from "chunkcodec/bulk.h":
     Py_ssize_t cc_bulk_scan(int framing, const char *buf, size_t len, int final, int64_t base,
                             const cc_typetab *types, cc_runtab *runs, cc_index *out) nogil
     size_t cc_bulk_boundary(int framing, const char *buf, size_t len, size_t pos) nogil
+    ctypedef struct cc_backscan:
+        int64_t *first
+        size_t first_cap
+    void cc_backscan_init(cc_backscan *b) nogil
+    void cc_backscan_free(cc_backscan *b) nogil
+    Py_ssize_t cc_bulk_scan_back(int framing, const char *buf, size_t lo, size_t hi, size_t piece,
+                                 const cc_typetab *types, cc_runtab *runs, cc_backscan *b, cc_index *out,
+                                 size_t *bottom) nogil
 
 
 cdef extern from "chunkcodec/accum.h":

@@ -270,14 +270,17 @@ def _scan(buf: Any, name: str, framing: str, workers: int | None) -> Index:
 
 #: Rows and bytes a range is indexed in at a time by the parallel scan (about 2.5 MB of columns);
 #: a thread that is done takes half of the largest range left if that has STEAL_BYTES or more.
+#: The first range is indexed from its end down in pieces of BACK_PIECE_BYTES, whose rows stay in
+#: the cache until they are copied into place.
 PIECE_ROWS = 1 << 16
 PIECE_BYTES = 8 << 20
 STEAL_BYTES = 4 << 20
+BACK_PIECE_BYTES = 128 << 10
 
 
 class _Range:
-    """One range of the parallel scan: its scanner, the end of the piece being indexed (it is
-    not cut before that), and its rows once done."""
+    """A range of the parallel scan indexed from its start up: its scanner, the end of the piece
+    being indexed (it is not cut before that), and its rows once done."""
 
     def __init__(self, buf: Any, a: int, b: int, fr: int) -> None:
         self.scan = _bulk.RangeScan(_TYPES, buf, a, b, fr)
@@ -285,12 +288,36 @@ class _Range:
         self.rows: int | None = None
         self.pieces: list = []          # (columns, row within the range), in order
 
+    def left(self) -> int:
+        """The bytes another thread may take: past the piece being indexed."""
+        return self.scan.end - self.piece_end if self.rows is None else 0
+
+
+class _Anchor:
+    """The first range of the parallel scan, indexed from its end down (a BackScan), so that its
+    rows end at row `top` of the merged columns, where the next range's rows start: neither range
+    waits to know where its rows go, and neither is copied.  Its rows so far start at `bottom`;
+    the piece being indexed starts at piece_lo (the range is not cut above that)."""
+
+    def __init__(self, buf: Any, a: int, b: int, fr: int, top: int) -> None:
+        self.scan = _bulk.BackScan(_TYPES, buf, a, b, fr)
+        self.piece_lo = b
+        self.top = self.bottom = top
+        self.rows: int | None = None
+
+    def left(self) -> int:
+        """The bytes another thread may take: below the piece being indexed."""
+        return self.piece_lo - self.scan.start if self.rows is None else 0
+
 
 class _Layout:
     """The ranges of a parallel scan in file order, which grows when a thread that is done takes
-    the second half of a range still being indexed; where each range's rows go in the merged
-    columns, known once the ranges before it are done; and the pieces a range indexed before it
-    knew, which the threads that are done copy into place."""
+    half of a range still being indexed; where each range's rows go in the merged columns; and
+    the pieces a range indexed before it knew, which the threads that are done copy into place.
+
+    The anchor (the first range, see _Anchor) fixes the places: a range after it knows where its
+    rows start once the ranges between the anchor and it are done; a range cut from the anchor's
+    lower part lies before it, and its rows go below the anchor's once those are all known."""
 
     def __init__(self, ranges: list, out: tuple) -> None:
         self.cond = threading.Condition()
@@ -300,15 +327,27 @@ class _Layout:
         self.waiting: list = []        # (range, columns, row within the range)
         self.failed = False            # a thread raised: the others stop waiting
 
+    def anchor(self) -> int:
+        return next(i for i, q in enumerate(self.ranges) if isinstance(q, _Anchor))
+
     def _start(self, r: _Range) -> int | None:
-        at = 0
-        for q in self.ranges:
-            if q is r:
-                return at
+        a = self.anchor()
+        i = self.ranges.index(r)
+        if i > a:
+            at = self.ranges[a].top
+            for q in self.ranges[a + 1:i]:
+                if q.rows is None:
+                    return None
+                at += q.rows
+            return at
+        if self.ranges[a].rows is None:
+            return None
+        at = self.ranges[a].bottom
+        for q in self.ranges[i:a]:
             if q.rows is None:
                 return None
-            at += q.rows
-        raise AssertionError("a range not in the layout")
+            at -= q.rows
+        return at
 
     def next_piece(self, r: _Range) -> tuple:
         """(end of r's next piece, where r's rows start or None): r is not cut before that end."""
@@ -316,11 +355,17 @@ class _Layout:
             r.piece_end = r.scan.piece_end(PIECE_BYTES)
             return r.piece_end, self._start(r)
 
+    def next_back_piece(self, r: _Anchor) -> int:
+        """The start of the anchor's next piece down: it is not cut above that."""
+        with self.cond:
+            r.piece_lo = r.scan.piece_start(PIECE_BYTES)
+            return r.piece_lo
+
     def wait(self, r: _Range, cols: tuple, row: int) -> None:
         with self.cond:
             self.waiting.append((r, cols, row))
 
-    def done(self, r: _Range, rows: int) -> None:
+    def done(self, r: Any, rows: int) -> None:
         with self.cond:
             r.rows = rows
             self.cond.notify_all()
@@ -331,14 +376,24 @@ class _Layout:
             self.cond.notify_all()
 
     def steal(self, buf: Any, fr: int) -> _Range | None:
-        """A new range: the second half of what the largest range has left past its piece."""
+        """A new range: half of what the largest range has left (the upper half of a range
+        indexed up, the lower half of the anchor)."""
         with self.cond:
             best, left = None, STEAL_BYTES - 1
             for q in self.ranges:
-                if q.rows is None and q.scan.end - q.piece_end > left:
-                    best, left = q, q.scan.end - q.piece_end
+                if q.left() > left:
+                    best, left = q, q.left()
             if best is None:
                 return None
+            if isinstance(best, _Anchor):
+                lo = best.scan.start
+                cut = _bulk.boundary(buf, lo + left // 2, fr)
+                if not lo < cut < best.piece_lo:
+                    return None
+                new = _Range(buf, lo, cut, fr)
+                best.scan.start = cut
+                self.ranges.insert(self.ranges.index(best), new)
+                return new
             cut = _bulk.boundary(buf, best.piece_end + left // 2, fr)
             if not best.piece_end < cut < best.scan.end:
                 return None
@@ -347,15 +402,25 @@ class _Layout:
             self.ranges.insert(self.ranges.index(best) + 1, new)
             return new
 
+    def rest_of(self, r: _Anchor, buf: Any, fr: int) -> _Range:
+        """The anchor done where its rows reached row 0: what it has left, as a range before it."""
+        with self.cond:
+            new = _Range(buf, r.scan.start, r.scan.end, fr)
+            r.scan.start = r.scan.end
+            self.ranges.insert(self.ranges.index(r), new)
+            r.rows = r.top - r.bottom
+            self.cond.notify_all()
+            return new
+
     def copy_waiting(self) -> None:
         """Copy waiting pieces into place as their places become known, until none is left or
-        every range is done (pieces past the columns' end are then the caller's)."""
+        every range is done (pieces outside the columns are then the caller's)."""
         while True:
             with self.cond:
                 while True:
                     for i, (r, cols, row) in enumerate(self.waiting):
                         at = self._start(r)
-                        if at is not None and at + row + len(cols[0]) <= self.room:
+                        if at is not None and 0 <= at + row and at + row + len(cols[0]) <= self.room:
                             del self.waiting[i]
                             break
                     else:
@@ -398,20 +463,40 @@ def _index_range(lay: _Layout, r: _Range) -> None:
     lay.done(r, n)
 
 
+def _index_back(lay: _Layout, r: _Anchor, buf: Any, fr: int) -> None:
+    """Index the anchor from its end down, straight into the merged columns below its top row;
+    should its rows reach row 0 (more than guessed), what is left becomes a range before it,
+    indexed here into columns of its own (_merged then copies every row into new columns)."""
+    while True:
+        lo = lay.next_back_piece(r)
+        if r.scan.done:
+            break
+        r.bottom -= r.scan.fill(lay.out, r.bottom, lo, BACK_PIECE_BYTES)
+        if r.scan.end > lo:
+            _index_range(lay, lay.rest_of(r, buf, fr))
+            return
+    lay.done(r, r.top - r.bottom)
+
+
 def _scan_parallel(buf: Any, fr: int, ranges: list) -> tuple:
     """Index the ranges on a thread each, then (each thread on its own) halves of what the others
-    have left.  The first range goes straight into the merged columns (address space sized by a
-    guess of the rows: untouched pages cost nothing); see _index_range for the others.  Last, the
-    runs are renumbered in the order of their first appearance in the log."""
+    have left.  The first range is the anchor (see _Anchor), its rows placed from a guess of its
+    rows (48 bytes a frame) down, the next range's from there up, in columns with room for a
+    guess of every range's rows (untouched pages cost nothing); see _index_range for the others.
+    Last, the runs are renumbered in the order of their first appearance in the log."""
     import numpy as np
-    room = sum((b - a) // _bulk.ROW_GUESS + 16 for a, b in ranges)
+    top = (ranges[0][1] - ranges[0][0]) // _bulk.ROW_GUESS + 16
+    room = top + sum((b - a) // _bulk.ROW_GUESS + 16 for a, b in ranges[1:])
     out = tuple(np.empty(room, d) for d in _bulk.DTYPES)
-    lay = _Layout([_Range(buf, a, b, fr) for a, b in ranges], out)
+    lay = _Layout([_Anchor(buf, *ranges[0], fr, top)] + [_Range(buf, a, b, fr) for a, b in ranges[1:]], out)
 
-    def work(r: _Range | None) -> None:
+    def work(r: Any) -> None:
         try:
             while r is not None:
-                _index_range(lay, r)
+                if isinstance(r, _Anchor):
+                    _index_back(lay, r, buf, fr)
+                else:
+                    _index_range(lay, r)
                 r = lay.steal(buf, fr)
             lay.copy_waiting()
         except BaseException:
@@ -425,26 +510,37 @@ def _scan_parallel(buf: Any, fr: int, ranges: list) -> tuple:
 
 def _merged(lay: _Layout, ex: ThreadPoolExecutor, threads: int) -> tuple:
     """The merged columns and run ids once every range is done: the pieces still waiting copied
-    (all of them into bigger columns if the rows outgrew the guess), runs renumbered."""
+    (every row into new columns if the rows went past either end of the guess), runs renumbered."""
     import numpy as np
-    rs, out = lay.ranges, lay.out
+    rs, out, a = lay.ranges, lay.out, lay.anchor()
+    anchor = rs[a]
     starts = np.cumsum([0] + [r.rows for r in rs]).tolist()
     total = starts[-1]
-    if total > lay.room:                 # more rows than guessed: bigger columns, every piece
-        out = tuple(np.empty(total, d) for d in _bulk.DTYPES)      # copied there
-        todo = [(cols, starts[k] + row) for k, r in enumerate(rs) for cols, row in r.pieces]
+    base = anchor.bottom - starts[a]         # the merged columns' row of the log's first row
+    if base < 0 or base + total > lay.room:  # past either end: every row into new columns
+        mine = [(tuple(c[i:min(i + PIECE_ROWS, anchor.top)] for c in out), starts[a] + i - anchor.bottom)
+                for i in range(anchor.bottom, anchor.top, PIECE_ROWS)]
+        todo = mine + [(cols, starts[k] + row) for k, r in enumerate(rs) if k != a for cols, row in r.pieces]
+        out, base = tuple(np.empty(total, d) for d in _bulk.DTYPES), 0
     else:
         todo = [(cols, starts[rs.index(r)] + row) for r, cols, row in lay.waiting]
-    list(ex.map(lambda p: _bulk.copy_rows(p[0], out, p[1]), todo))
+    list(ex.map(lambda p: _bulk.copy_rows(p[0], out, base + p[1]), todo))
     seen: dict = {}
     renum = []
     for k, r in enumerate(rs):
-        lut = np.array([seen.setdefault(i, len(seen)) for i in r.scan.run_ids()], dtype=np.int32)
+        if k == a:
+            ids, inner = r.scan.run_order()
+            order = np.array([seen.setdefault(i, len(seen)) for i in ids], dtype=np.int32)
+            lut = np.full(len(inner), -1, dtype=np.int32)
+            lut[inner >= 0] = order[inner[inner >= 0]]
+        else:
+            lut = np.array([seen.setdefault(i, len(seen)) for i in r.scan.run_ids()], dtype=np.int32)
         if not np.array_equal(lut, np.arange(len(lut), dtype=np.int32)):
+            lo, hi = base + starts[k], base + starts[k + 1]
             step = -(-r.rows // threads) or 1
-            renum += [(out[3][i:min(i + step, starts[k + 1])], lut) for i in range(starts[k], starts[k + 1], step)]
+            renum += [(out[3][i:min(i + step, hi)], lut) for i in range(lo, hi, step)]
     list(ex.map(lambda p: _bulk.renumber(*p), renum))
-    return tuple(c[:total] for c in out), _bulk.decode_run_ids(list(seen), _decode_run_id)
+    return tuple(c[base:base + total] for c in out), _bulk.decode_run_ids(list(seen), _decode_run_id)
 
 
 #: "key": "string" (the string as written, escapes and all)

@@ -63,6 +63,27 @@ typedef struct cc_index {
 ptrdiff_t cc_bulk_scan(int framing, const char *buf, size_t len, int final, int64_t base,
                        const cc_typetab *types, cc_runtab *runs, cc_index *out);
 
+/* Indexing a range from its end down (so that its rows can end at a row known from the start, where
+ * the next range's rows begin): each piece is indexed into `scratch`, which stays in the cache, then
+ * copied into place; `first` keeps, by run index, the lowest row holding that run. */
+typedef struct cc_backscan {
+    cc_index scratch;   /* arrays owned; cap grows to the largest piece's rows */
+    int64_t *first;     /* INT64_MAX: no row yet */
+    size_t first_cap;
+} cc_backscan;
+
+void cc_backscan_init(cc_backscan *b);
+void cc_backscan_free(cc_backscan *b);
+
+/* Index the frames of buf[lo:hi) (lo and hi frame boundaries; offsets in buf are absolute) from
+ * hi down, in pieces of about `piece` bytes, each piece's rows in file order just below row
+ * *bottom of out, which is lowered.  Stops at a piece whose rows do not fit (its runs may then be
+ * in the run table with no row in b->first).  Returns the lowest byte indexed (lo once all of it
+ * is), -1 when out of memory, -2 when the scanner does not advance. */
+ptrdiff_t cc_bulk_scan_back(int framing, const char *buf, size_t lo, size_t hi, size_t piece,
+                            const cc_typetab *types, cc_runtab *runs, cc_backscan *b, cc_index *out,
+                            size_t *bottom);
+
 /* The offset of the first frame boundary at or after pos (just past a separator), or len. */
 size_t cc_bulk_boundary(int framing, const char *buf, size_t len, size_t pos);
 #endif
