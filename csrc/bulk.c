@@ -647,7 +647,7 @@ ptrdiff_t cc_bulk_scan_back(int framing, const char *buf, size_t lo, size_t hi, 
             s->n += part.n;
             if (got == 0 && part.n == 0) return -2;
             at += (size_t)got;
-            if (at < hi && !scratch_reserve(s, s->cap + 1)) return -1;
+            if (at < hi && s->n == s->cap && !scratch_reserve(s, s->cap + 1)) return -1;
         }
         size_t n = s->n;
         if (n > *bottom) break;                       /* no room: the piece is left unindexed (its

@@ -689,6 +689,17 @@ def test_back_scan_indexes_a_range_from_its_end_down(framing):
         for k in (0, 1, 2, 4, 5):
             assert out[k][5:n + 5].tolist() == cols[k].tolist()
         assert back.tolist() == cols[3].tolist()
+    # a piece of more rows than the scratch starts with (1024): it grows, rows kept
+    tiny = data + b'{"type":"x","runId":"t"}\n' * 5000 if framing == "ndjson" else None
+    if tiny is not None:
+        tcols, tids = _bulk.scan_range(bulk._TYPES, tiny, 0, len(tiny), fr)
+        tn = len(tcols[0])
+        out = tuple(np.empty(tn, d) for d in _bulk.DTYPES)
+        sc = _bulk.BackScan(bulk._TYPES, tiny, 0, len(tiny), fr)
+        assert sc.fill(out, tn, 0, 1 << 20) == tn > 5000 and sc.done
+        assert [c.tolist() for i, c in enumerate(out) if i != 3] == [c.tolist() for i, c in enumerate(tcols) if i != 3]
+        order, lut = sc.run_order()
+        assert order == tids and lut[out[3][out[3] >= 0]].tolist() == tcols[3][tcols[3] >= 0].tolist()
     # room for 40 rows: whole pieces from the end while they fit
     out = tuple(np.empty(40, d) for d in _bulk.DTYPES)
     sc = _bulk.BackScan(bulk._TYPES, data, 0, len(data), fr)

@@ -3,8 +3,9 @@
 
 Layers: csrc/bulk.c does the work; this module only allocates the numpy columns, calls it without
 the GIL (a range at once, piece by piece from its start up with RangeScan, or from its end down
-with BackScan), copies and renumbers rows without the GIL, and turns run tables into bytes and str.  chunkcodec.bulk (Python) splits files into ranges,
-runs them on threads and merges the run tables.
+with BackScan), copies and renumbers rows without the GIL, and turns run tables into bytes and
+str.  chunkcodec.bulk (Python) splits files into ranges, runs them on threads and merges the run
+tables.
 """
 
 from cpython.bytes cimport PyBytes_FromStringAndSize
@@ -258,7 +259,7 @@ cdef class BackScan(_Ranged):
         ids = _run_ids(&self.runs)
         lows = np.full(len(ids), np.iinfo(np.int64).max, dtype=np.int64)
         cdef int64_t[::1] lv = lows
-        cdef Py_ssize_t i, n = min(<Py_ssize_t>self.runs.n, <Py_ssize_t>self.back.first_cap)
+        cdef Py_ssize_t n = min(<Py_ssize_t>self.runs.n, <Py_ssize_t>self.back.first_cap)
         if n:
             memcpy(&lv[0], self.back.first, n * sizeof(int64_t))
         order = np.argsort(lows, kind="stable")
