@@ -12,8 +12,8 @@ this process, on the same file:
   printed too.  Also from CPU time: two_thread_busy, the share of the two-thread wall time both
   threads are working (1.0: no thread waits), and two_thread_cpu_over_one, the CPU time the same
   index costs on two threads over one (1.0: the second thread costs nothing extra; above it, the
-  parallel scan's own extra work, copying rows indexed before their place was known, and the
-  cores slowing each other),
+  parallel scan's own extra work (renumbering runs, copying the rows of a range one thread took
+  over from the other) and the cores slowing each other),
 - what the machine itself gives two threads at that moment: SHA-256 of the same file, on one
   thread and then in two halves on two threads (hashlib releases the GIL; a job with no shared
   state, nothing to merge and no Python between pieces), timed in the same rounds.  Its speed-up
