@@ -133,7 +133,7 @@ int cc_routes_init(cc_routes *t, unsigned bits) {
     t->heads.slot = NULL;
     t->heads.older = NULL;
     t->slot = calloc((size_t)1 << bits, sizeof(cc_route));
-    if (!t->slot || !cc_prefix_cache_init(&t->heads, bits)) {
+    if (!t->slot || !cc_prefix_cache_init(&t->heads, bits - 1)) {
         cc_routes_free(t);
         return 0;
     }
