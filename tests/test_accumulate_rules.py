@@ -950,6 +950,26 @@ def test_step_start_frames_read_in_c_equal_the_typed_decoder(both):
     assert [[s["warnings"] for s in r["steps"]] for r in outs[0]] == [[[]], [[{"type": "other", "message": "w"}]], [[]]]
 
 
+def test_step_start_reader_looks_for_its_type_in_the_first_160_bytes(both):
+    """The C step-start reader takes a frame only if `"step-start"` starts within its first 148
+    bytes (it ends by byte 160), wherever the 16-byte blocks it is sought in fall; past that the
+    typed decoder reads it, with the same values.  Near misses (a quote and `s` with a quote 11
+    bytes on, but other letters) are not it."""
+    impl, ref = both[0].impl, both[1]
+    for k in range(0, 141):
+        for from_ in ("AGENT", "step-starX"):           # (a near miss before the type)
+            f = ('{"runId":"%s","from":"%s","type":"step-start","payload":{}}' % ("r" * k, from_)).encode()
+            at = f.index(b'"step-start"')
+            got = impl.step_start_fields(f)
+            assert (got is not None) == (at + 12 <= 160), (k, from_)
+            want = next(iter(ref.iter_chunks(f + b"\n", framing="ndjson")))
+            assert type(want).__name__ == "StepStart"
+            if got is not None:
+                assert got == (want.runId, want.from_, want.payload.warnings)
+    assert impl.step_start_fields(b'{"type":"step-start","payload":{}}') is not None
+    assert impl.step_start_fields(b'{"type":"step-starT","payload":{}}') is None
+
+
 def test_the_native_decoder_takes_only_the_compiled_accumulator_as_its_sink():
     """The native decoder calls its accumulator's methods as C calls (it cimports the compiled
     AccumulatorBase): anything else is refused up front, never called blindly."""
