@@ -807,7 +807,7 @@ static int looks_step_start(const char *buf, size_t len) {
     if (n < 12) return 0;
 #if defined(__SSE2__)
     const __m128i quote = _mm_set1_epi8('"'), s = _mm_set1_epi8('s');
-    for (; i + 12 + 16 <= n; i += 16) {          /* (loads reach buf[i + 27] < n) */
+    for (; i + 12 + 16 <= n; i += 16) {          /* (the loads reach buf[i + 26]) */
         __m128i a = _mm_loadu_si128((const __m128i *)(buf + i));
         __m128i b = _mm_loadu_si128((const __m128i *)(buf + i + 1));
         __m128i c = _mm_loadu_si128((const __m128i *)(buf + i + 11));
