@@ -880,6 +880,33 @@ def test_finish_frames_read_in_c_equal_the_light_decoder(both):
     assert min(counts) > 100, counts      # both ways were exercised
 
 
+#: One escape or bad byte each: the C finish reader walks a string's escapes 64 bytes at a time.
+_STRING_ESCAPES = ['\\n', '\\"', '\\\\', '\\/', '\\u00e9', '\\ud83d\\ude00', '\\u0022']
+_STRING_FAULTS = ['\\x', '\\ud800', '\\ud800\\u0041', '\\udc00', '\\u12g4', '\x01', '\x1f', '\\']
+
+
+def test_finish_reader_skips_long_strings_with_escapes_anywhere(both):
+    """Strings the finish reader skips, with a second escape (or a fault) at every distance from
+    the first, so that it falls on, before and after a 64-byte block's edge, with the string
+    ending within the block, after it, or near the frame's end: taken exactly when msgspec's light
+    decoder takes it, and read the same (the usage after the string shows where it ended)."""
+    from chunkcodec import _accum
+    impl = both[0].impl
+    counts = [0, 0]
+    for d in range(0, 80):
+        for e in _STRING_ESCAPES + _STRING_FAULTS:
+            for tail in (0, 5, 70):
+                s = "\\n" + "x" * d + e + "y" * tail
+                for rest in (',"output":{"usage":{"inputTokens":%d}}' % d, ""):
+                    f = (_FIN % ('"messages":"%s"%s' % (s, rest))).encode()
+                    m = _accum.decode_finish_light(f)
+                    want = None if m is None else _accum.light_fields(m)
+                    got, taken = impl.finish_fields(f)
+                    assert (got, taken) == (want, want is not None), f
+                    counts[taken] += 1
+    assert min(counts) > 1000, counts
+
+
 _SS = '{"runId":"r1","from":"AGENT","type":"step-start","payload":{%s}}'
 _SS_REQ = '"request":{"body":{"model":"m","messages":[{"role":"user","content":"caf\u00e9 \\" \\n \\ud83d\\ude00"}],"t":0.7,"n":-12}}'
 #: step-start frames in or just outside what the C step-start reader takes, with whether it should.
