@@ -13,6 +13,7 @@
  */
 #include <string.h>
 #include "chunkcodec/scan.h"
+#include "chunkcodec/accum.h"   /* cc_fast_avx2 */
 
 /* 1 for bytes that end the fast path inside a string: '"', '\\', controls, non-ASCII. */
 static const unsigned char special[256] = {
@@ -138,8 +139,103 @@ static size_t escape_one(const unsigned char *p, size_t n, uint32_t *cp) {
     }
 }
 
-int cc_utf8_valid(const char *buf, size_t n) {
-    const unsigned char *p = (const unsigned char *)buf;
+/* ---- UTF-8 checked 32 bytes at a time, on CPUs with AVX2 ----------------------------------------
+ * Every error of UTF-8 shows in a byte together with the one before it (the first two bytes of a
+ * sequence), except a missing or extra continuation byte in third or fourth place.  So for each
+ * byte, three 16-entry tables -- indexed by the high and low nibble of the byte before and the high
+ * nibble of the byte itself -- give a bit for each kind of error the pair could be; their AND is
+ * the kinds it is.  The kinds, and the nibbles that allow each:
+ *
+ *   U8_SHORT    a lead byte (C-F) then no continuation byte (0-7, C-F)
+ *   U8_LONG     an ASCII byte (0-7) then a continuation byte (8-B)
+ *   U8_OVER3    E0 then 80-9F (an overlong three-byte form)
+ *   U8_LARGE    F4-FF then 90-BF (past U+10FFFF)
+ *   U8_SURR     ED then A0-BF (a surrogate)
+ *   U8_OVER2    C0 or C1 then anything (an overlong two-byte form)
+ *   U8_F_8      F0 (overlong) or F5-FF (past U+10FFFF) then 80-8F
+ *   U8_CONTS    a continuation byte then another: right only in third or fourth place
+ *
+ * A byte must be a continuation byte in third or fourth place when the byte two before it is E0 or
+ * above, or the byte three before it F0 or above: exactly where U8_CONTS must be set, so XOR-ing
+ * that bit with "must be" leaves zero where all is well.  Past the end, zero bytes: a sequence cut
+ * short there is an error like any other. */
+enum { U8_SHORT = 0x01, U8_LONG = 0x02, U8_OVER3 = 0x04, U8_LARGE = 0x08, U8_SURR = 0x10, U8_OVER2 = 0x20,
+       U8_F_8 = 0x40, U8_CONTS = 0x80 };
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define SCAN_HAVE_AVX2 1
+#include <immintrin.h>
+
+#define U8_ROW(a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p) \
+    _mm256_setr_epi8(a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p)
+
+/* The state carried from one block to the next: the block itself (its last three bytes are the
+ * next block's "before") and the errors found so far. */
+typedef struct u8_state { __m256i prev, err; } u8_state;
+
+__attribute__((target("avx2"))) static inline void u8_block(u8_state *s, __m256i in) {
+    const __m256i lo4 = _mm256_set1_epi8(0x0F);
+    /* the bytes 1, 2 and 3 places before each byte of `in` */
+    __m256i carry = _mm256_permute2x128_si256(s->prev, in, 0x21);
+    __m256i prev1 = _mm256_alignr_epi8(in, carry, 15), prev2 = _mm256_alignr_epi8(in, carry, 14);
+    __m256i prev3 = _mm256_alignr_epi8(in, carry, 13);
+    const __m256i hi1_t = U8_ROW(
+        U8_LONG, U8_LONG, U8_LONG, U8_LONG, U8_LONG, U8_LONG, U8_LONG, U8_LONG,      /* 0-7 */
+        U8_CONTS, U8_CONTS, U8_CONTS, U8_CONTS,                                      /* 8-B */
+        U8_SHORT | U8_OVER2, U8_SHORT, U8_SHORT | U8_OVER3 | U8_SURR,                /* C, D, E */
+        U8_SHORT | U8_LARGE | U8_F_8);                                               /* F */
+#define ANY (U8_SHORT | U8_LONG | U8_CONTS)
+    const __m256i lo1_t = U8_ROW(
+        ANY | U8_OVER3 | U8_OVER2 | U8_F_8, ANY | U8_OVER2, ANY, ANY,               /* 0-3 */
+        ANY | U8_LARGE, ANY | U8_LARGE | U8_F_8, ANY | U8_LARGE | U8_F_8,            /* 4-6 */
+        ANY | U8_LARGE | U8_F_8, ANY | U8_LARGE | U8_F_8, ANY | U8_LARGE | U8_F_8,    /* 7-9 */
+        ANY | U8_LARGE | U8_F_8, ANY | U8_LARGE | U8_F_8, ANY | U8_LARGE | U8_F_8,    /* A-C */
+        ANY | U8_LARGE | U8_F_8 | U8_SURR, ANY | U8_LARGE | U8_F_8, ANY | U8_LARGE | U8_F_8); /* D-F */
+#undef ANY
+#define ASC (U8_SHORT | U8_OVER2)
+#define CONT (U8_LONG | U8_CONTS | U8_OVER2)
+    const __m256i hi2_t = U8_ROW(
+        ASC, ASC, ASC, ASC, ASC, ASC, ASC, ASC,                                      /* 0-7 */
+        CONT | U8_OVER3 | U8_F_8, CONT | U8_OVER3 | U8_LARGE,                        /* 8, 9 */
+        CONT | U8_LARGE | U8_SURR, CONT | U8_LARGE | U8_SURR,                        /* A, B */
+        ASC, ASC, ASC, ASC);                                                         /* C-F */
+#undef ASC
+#undef CONT
+    __m256i hi1 = _mm256_shuffle_epi8(hi1_t, _mm256_and_si256(_mm256_srli_epi16(prev1, 4), lo4));
+    __m256i lo1 = _mm256_shuffle_epi8(lo1_t, _mm256_and_si256(prev1, lo4));
+    __m256i hi2 = _mm256_shuffle_epi8(hi2_t, _mm256_and_si256(_mm256_srli_epi16(in, 4), lo4));
+    __m256i kinds = _mm256_and_si256(_mm256_and_si256(hi1, lo1), hi2);
+    /* 0x80 where the byte two before is E0 or above, or three before F0 or above */
+    __m256i must = _mm256_or_si256(_mm256_subs_epu8(prev2, _mm256_set1_epi8((char)(0xE0 - 0x80))),
+                                   _mm256_subs_epu8(prev3, _mm256_set1_epi8((char)(0xF0 - 0x80))));
+    must = _mm256_and_si256(must, _mm256_set1_epi8((char)0x80));
+    s->err = _mm256_or_si256(s->err, _mm256_xor_si256(kinds, must));
+    s->prev = in;
+}
+#undef U8_ROW
+
+__attribute__((target("avx2"))) static int utf8_valid_avx2(const unsigned char *p, size_t n) {
+    u8_state s = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        __m256i in = _mm256_loadu_si256((const __m256i *)(p + i));
+        /* an ASCII block: nothing to check in it, but a sequence the block before left open */
+        if (!_mm256_movemask_epi8(in) && !_mm256_movemask_epi8(s.prev)) {
+            s.prev = in;
+            continue;
+        }
+        u8_block(&s, in);
+    }
+    unsigned char tail[32] = {0};            /* the rest, then zero bytes past the end */
+    memcpy(tail, p + i, n - i);
+    u8_block(&s, _mm256_loadu_si256((const __m256i *)tail));
+    return _mm256_testz_si256(s.err, s.err);
+}
+#else
+#define SCAN_HAVE_AVX2 0
+#endif
+
+static int utf8_valid_scalar(const unsigned char *p, size_t n) {
     size_t i = 0;
     uint32_t cp;
     while (i < n) {
@@ -154,6 +250,13 @@ int cc_utf8_valid(const char *buf, size_t n) {
         i += l;
     }
     return 1;
+}
+
+int cc_utf8_valid(const char *buf, size_t n) {
+#if SCAN_HAVE_AVX2
+    if (n >= 8 && cc_fast_avx2()) return utf8_valid_avx2((const unsigned char *)buf, n);
+#endif
+    return utf8_valid_scalar((const unsigned char *)buf, n);
 }
 
 size_t cc_escape_len(const char *p, size_t n) {

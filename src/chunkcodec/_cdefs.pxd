@@ -97,6 +97,7 @@ cdef extern from "chunkcodec/scan.h":
         cc_span_t from_
         cc_span_t warnings
     cc_status cc_scan_step_start(const char *buf, size_t len, cc_step_start_t *out) nogil
+    int cc_utf8_valid(const char *p, size_t n) nogil
 
 
 cdef extern from "chunkcodec/encode.h":

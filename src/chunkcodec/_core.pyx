@@ -335,6 +335,13 @@ def fast_isa():
     return "avx2" if cc_fast_avx2() else "portable"
 
 
+def utf8_valid(data):
+    """(A test hook.)  Whether the C core takes data as well-formed UTF-8 (cc_utf8_valid: 32 bytes
+    at a time where the CPU has AVX2, as fast_isa() says, else a byte at a time)."""
+    cdef bytes b = bytes(data)
+    return cc_utf8_valid(PyBytes_AS_STRING(b), <size_t>PyBytes_GET_SIZE(b)) != 0
+
+
 def finish_fields(data):
     """(what the native path reads from a step-finish/finish frame -- light_fields of
     decode_finish_light(data), None when that refuses it -- and whether the C reader took it)."""

@@ -1,0 +1,87 @@
+"""The C core's UTF-8 check (cc_utf8_valid), which the delta loops, the bulk indexer and the
+step-start and finish readers rely on to take a frame only when the decoders would: it must say
+"valid" exactly when Python's strict UTF-8 decoder does.  Where the CPU has AVX2 it checks 32 bytes
+at a time from the byte pairs (and the bytes two and three before); CI runs this file again with
+CHUNKCODEC_NO_AVX2=1 for the byte-at-a-time check."""
+
+import itertools
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conftest import _native
+
+
+def _python(b: bytes) -> bool:
+    try:
+        b.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+#: Bytes at every edge of UTF-8's table: ASCII, continuation bytes at the ends of their ranges,
+#: the leads that need a particular second byte (E0, ED, F0, F4), those never allowed (C0, C1,
+#: F5-FF).
+EDGES = bytes([0x00, 0x41, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF, 0xE0,
+               0xE1, 0xEC, 0xED, 0xEE, 0xEF, 0xF0, 0xF1, 0xF3, 0xF4, 0xF5, 0xFF])
+
+#: Where a sequence goes in a 64-byte ASCII buffer: at the start, across the middle of a 32-byte
+#: block (its two 16-byte halves are checked apart), across the edge of a block, cut off by the
+#: end of the data.
+PLACES = (0, 13, 14, 15, 16, 29, 30, 31, 32, 60, 61, 62, 63)
+
+
+def _check(valid, seq: bytes) -> None:
+    for at in PLACES:
+        buf = bytearray(b"a" * 64)
+        buf[at:at + len(seq)] = seq
+        for data in (bytes(buf[:64]), bytes(buf[:at + len(seq)]), seq):
+            assert valid(data) == _python(data), (data.hex(), at)
+
+
+@pytest.fixture(scope="module")
+def valid():
+    return _native().utf8_valid
+
+
+def test_every_pair_of_bytes(valid):
+    for a in range(256):
+        for b in range(0x40, 0x100, 3) if a < 0x80 else range(256):
+            _check(valid, bytes([a, b]))
+
+
+def test_sequences_of_edge_bytes_up_to_five_long(valid):
+    for n in (3, 4):
+        for seq in itertools.product(EDGES, repeat=n):
+            data = bytes(seq)
+            buf = b"a" * 31 + data + b"a" * 30           # across the edge of the first block
+            assert valid(buf) == _python(buf), buf.hex()
+            assert valid(data + b"abcdefgh") == _python(data + b"abcdefgh"), data.hex()
+    rng = random.Random(3)
+    for _ in range(20000):
+        _check(valid, bytes(rng.choice(EDGES) for _ in range(5)))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(st.characters(blacklist_categories=("Cs",)), max_size=120), st.data())
+def test_text_with_bytes_overwritten(valid, text, data):
+    b = bytearray(text.encode("utf-8"))
+    assert valid(bytes(b))
+    for _ in range(data.draw(st.integers(0, 3))):
+        if b:
+            b[data.draw(st.integers(0, len(b) - 1))] = data.draw(st.integers(0, 255))
+    for k in (0, 1, len(b) // 2):
+        assert valid(bytes(b[k:])) == _python(bytes(b[k:]))
+
+
+def test_long_ascii_runs_around_a_sequence_left_open(valid):
+    """The check skips ASCII blocks, but not one right after a block that ends mid-sequence."""
+    for lead in (b"\xc3", b"\xe3\x81", b"\xf0\x9f\x98"):
+        for k in range(24, 40):
+            data = b"x" * k + lead
+            assert not valid(data + b"y" * (64 - len(data)) + b"z" * 64)
+            assert not valid(data)
+            assert valid(data[:k] + b"\xc3\xa9" + b"y" * 100)
