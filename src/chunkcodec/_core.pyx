@@ -337,7 +337,8 @@ def fast_isa():
 
 def utf8_valid(data):
     """(A test hook.)  Whether the C core takes data as well-formed UTF-8 (cc_utf8_valid: 32 bytes
-    at a time where the CPU has AVX2, as fast_isa() says, else a byte at a time)."""
+    at a time where the CPU has AVX2, as fast_isa() says, and data is 8 bytes or more; else a
+    sequence at a time)."""
     cdef bytes b = bytes(data)
     return cc_utf8_valid(PyBytes_AS_STRING(b), <size_t>PyBytes_GET_SIZE(b)) != 0
 

@@ -54,7 +54,8 @@ size_t cc_str_decode_utf8(const cc_str_t *s, char *dst);
 
 /* The checks the scanner makes, for other scanners (bulk.c) to make the same ones: */
 /* 1 if p[0..n) is well-formed UTF-8 (no overlongs, surrogates or code points past U+10FFFF): 32
- * bytes at a time where cc_fast_avx2() says the CPU has AVX2, else a sequence at a time. */
+ * bytes at a time where cc_fast_avx2() says the CPU has AVX2 and n >= 8, else a sequence at a
+ * time. */
 int cc_utf8_valid(const char *p, size_t n);
 /* p is just past a backslash inside a string (n bytes available): how many bytes the escape takes
  * after the backslash, or 0 when it is not a valid JSON escape or is a lone surrogate. */
