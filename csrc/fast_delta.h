@@ -1,5 +1,6 @@
 /* The fast path for delta frames, shared by the bulk indexer (bulk.c) and the accumulator's
- * delta loop (accum.c): private to the C core, included by both so the hot loops inline it. */
+ * delta loop (accum.c): private to the C core, included by both so the hot loops inline it.
+ * (scan.c takes its 64-byte block masks for the finish reader's long strings.) */
 #ifndef CHUNKCODEC_FAST_DELTA_H
 #define CHUNKCODEC_FAST_DELTA_H
 #include <stdint.h>

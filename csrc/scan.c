@@ -14,6 +14,7 @@
 #include <string.h>
 #include "chunkcodec/scan.h"
 #include "chunkcodec/accum.h"   /* cc_fast_avx2 */
+#include "fast_delta.h"          /* block_masks */
 
 /* 1 for bytes that end the fast path inside a string: '"', '\\', controls, non-ASCII. */
 static const unsigned char special[256] = {
@@ -555,21 +556,6 @@ cc_status cc_scan_hot(const char *buf, size_t len, cc_hot_t *out) {
  * the offset past its closing quote, or 0.  Escapes (surrogate pairs included) and control bytes
  * are checked as msgspec checks what it skips; UTF-8 is not, as msgspec does not either: the
  * values read are decoded by msgspec, which checks theirs. */
-#if defined(__SSE2__)
-/* The quotes, backslashes and control bytes of p[0..64), a bit per byte. */
-static inline uint64_t string_events64(const unsigned char *p) {
-    const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\'), ctl = _mm_set1_epi8(0x1F);
-    uint64_t m = 0;
-    for (int k = 0; k < 4; k++) {
-        __m128i v = _mm_loadu_si128((const __m128i *)(p + 16 * k));
-        __m128i e = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash)),
-                                 _mm_cmpeq_epi8(_mm_min_epu8(v, ctl), v));
-        m |= (uint64_t)(unsigned)_mm_movemask_epi8(e) << (16 * k);
-    }
-    return m;
-}
-#endif
-
 static size_t skip_string(const unsigned char *p, size_t i, size_t n) {
     uint32_t cp;
 #if defined(__SSE2__)
@@ -577,7 +563,9 @@ static size_t skip_string(const unsigned char *p, size_t i, size_t n) {
      * a text with an escape every few words (the message history's) costs a few instructions per
      * escape, not a fresh scan from each one. */
     while (i + 64 <= n) {
-        uint64_t ev = string_events64(p + i);
+        fast_block m;
+        block_masks((const char *)p + i, &m);
+        uint64_t ev = m.quote | m.bslash | m.ctl;
         size_t next = 64;                            /* where the next block starts, from i */
         while (ev) {
             size_t k = (size_t)__builtin_ctzll(ev), a = i + k + 1, l;
