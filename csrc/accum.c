@@ -36,18 +36,23 @@ int cc_dbuf_append(cc_dbuf *b, const cc_str_t *s) {
     return dbuf_append(b, s->p, s->len, (s->flags & CC_STR_ESCAPED) != 0);
 }
 
-/* The last (up to) 8 bytes of a string: where UUIDs and numbered ids differ. */
-CC_INLINE uint64_t tail8(const char *p, size_t n) {
-    if (n >= 8) return load64(p + n - 8);
-    if (n >= 4) return ((uint64_t)load32(p) << 32) | load32(p + n - 4);
+/* A string's bytes folded into h, 8 at a time (the last word overlapping the one before when the
+ * length is not a multiple of 8).  Every byte counts: ids that differ only in their first bytes
+ * (numbered runs with a common suffix), or only in their last, land in different sets. */
+CC_INLINE uint64_t fold(uint64_t h, const char *p, size_t n) {
+    if (n >= 8) {
+        size_t i = 0;
+        for (; i + 8 < n; i += 8) h = (h ^ load64(p + i)) * 0x9E3779B97F4A7C15ull, h ^= h >> 29;
+        return (h ^ load64(p + n - 8)) * 0xC2B2AE3D27D4EB4Full;
+    }
     uint64_t v = 0;
     for (size_t i = 0; i < n; i++) v = (v << 8) | (unsigned char)p[i];
-    return v;
+    return (h ^ v) * 0xC2B2AE3D27D4EB4Full;
 }
 
 CC_INLINE uint64_t route_hash(int type, const char *run, size_t rn, const char *key, size_t kn) {
-    uint64_t h = (tail8(run, rn) * 0x9E3779B97F4A7C15ull) ^ (tail8(key, kn) * 0xC2B2AE3D27D4EB4Full) ^
-                 (((uint64_t)rn << 40) | ((uint64_t)kn << 8) | (uint64_t)type);
+    uint64_t h = ((uint64_t)rn << 40) | ((uint64_t)kn << 8) | (uint64_t)type;
+    h = fold(fold(h, run, rn), key, kn);
     h = (h ^ (h >> 29)) * 0xBF58476D1CE4E5B9ull;
     return h ^ (h >> 32);
 }

@@ -333,10 +333,14 @@ CC_INLINE int fast_delta_isa(const char *p, size_t avail, char sep, fast_delta_t
  * frame exactly when fast_delta_isa would, with the same spans (tests/util.py kept_head_frames:
  * native against reference, for the index and for accumulate). */
 
-/* The set of a head: bytes 30-45 are the runId's first bytes in a text-delta frame (and the
- * key's end and the runId's start in a reasoning-delta one); every head kept is longer. */
+/* The set of a head: bytes 30-61, the runId in a text-delta frame (the key's end and the runId in
+ * a reasoning-delta one) and what follows it; every head kept is longer (the shortest
+ * text-delta head, its strings empty, has 69 bytes).  32 bytes, not the runId's first 16: runIds
+ * that share a prefix ("agent-run-2025-11-23-000123") would otherwise all fall in one set. */
+#define HEAD_MIN 64
 CC_INLINE size_t head_set(const cc_prefix_cache *c, const char *p) {
-    uint64_t h = (load64(p + 30) * 0x9E3779B97F4A7C15ull) ^ (load64(p + 38) * 0xC2B2AE3D27D4EB4Full);
+    uint64_t h = (load64(p + 30) * 0x9E3779B97F4A7C15ull) ^ (load64(p + 38) * 0xC2B2AE3D27D4EB4Full) ^
+                 (load64(p + 46) * 0x165667B19E3779F9ull) ^ (load64(p + 54) * 0xBF58476D1CE4E5B9ull);
     return (size_t)(h >> (64 - c->bits));
 }
 
@@ -375,7 +379,7 @@ CC_INLINE cc_prefix *head_find(cc_prefix_cache *c, const char *p, size_t avail, 
 CC_INLINE void head_keep(cc_prefix_cache *c, const char *p, fast_delta_t *fd) {
     size_t k = (size_t)(fd->text - p);
     fd->head = NULL;
-    if ((fd->type != CC_HOT_TEXT_DELTA && fd->type != CC_HOT_REASONING_DELTA) || k > CC_PREFIX_MAX || k < 48 ||
+    if ((fd->type != CC_HOT_TEXT_DELTA && fd->type != CC_HOT_REASONING_DELTA) || k > CC_PREFIX_MAX || k < HEAD_MIN ||
         memchr(p, '\\', k) != NULL)
         return;
     size_t set = head_set(c, p);
@@ -400,7 +404,7 @@ CC_INLINE void head_keep(cc_prefix_cache *c, const char *p, fast_delta_t *fd) {
 /* fast_delta_isa for a frame whose head is kept: 1 with *out filled, 0 for "read it in full". */
 CC_INLINE int fast_delta_kept(cc_prefix_cache *c, const char *p, size_t avail, char sep, fast_delta_t *out,
                               int avx2) {
-    if (avail < 48) return 0;
+    if (avail < HEAD_MIN) return 0;
     cc_prefix *e = head_find(c, p, avail, avx2);
     if (e == NULL) return 0;
     size_t k = e->len;

@@ -785,6 +785,36 @@ def test_the_route_table_starts_small_and_grows_while_parts_are_open(both):
     assert outs[0]["r007"] == "".join("%d " % k for k in range(1, runs["r007"] + 1))
 
 
+@pytest.mark.parametrize("ids", ["%08x-1111-2222-3333-444455556666", "aaaaaaaa-bbbb-cccc-dddd-%012d",
+                                 "agent-run-2025-11-23-%06d", "r%d"])
+def test_interleaved_runs_keep_their_routes_whatever_their_ids_share(both, ids):
+    """40 runs, one part each, interleaved delta by delta, with runIds that share a suffix, a
+    prefix or neither: the native decoder asks the accumulator for a route about once per part,
+    not once per delta (a route hash of the ids' last 8 bytes alone put every run of the first
+    kind in one set, and each delta evicted the one before: 10x slower), and the texts are the
+    reference path's."""
+    native, reference = both
+    rids = [ids % i for i in range(40)]
+    data = b"".join(text_delta("txt-0", "%d " % k, run=rid) + b"\n" for k in range(50) for rid in rids)
+    calls = []
+
+    class Counting(native.Accumulator):
+        def _route(self, *args):
+            calls.append(args)
+            return super()._route(*args)
+
+    outs = []
+    for acc in (Counting("ndjson"), reference.Accumulator("ndjson")):
+        acc.feed(data)
+        acc.close()
+        outs.append({r.run_id: r.text for r in acc.results().values()})
+    assert outs[0] == outs[1]
+    assert outs[0][rids[7]] == "".join("%d " % k for k in range(50))
+    # 40 routes, and a few more while the table grows from its 16 slots (a route evicted then is
+    # asked for again); before the fix: 2,000
+    assert 40 <= len(calls) <= 80, len(calls)
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_randomly_corrupted_logs_accumulate_alike_on_both_paths(both, seed):
     """Frames of every type, some with bytes deleted, inserted or overwritten, in the three
