@@ -36,23 +36,9 @@ int cc_dbuf_append(cc_dbuf *b, const cc_str_t *s) {
     return dbuf_append(b, s->p, s->len, (s->flags & CC_STR_ESCAPED) != 0);
 }
 
-/* A string's bytes folded into h, 8 at a time (the last word overlapping the one before when the
- * length is not a multiple of 8).  Every byte counts: ids that differ only in their first bytes
- * (numbered runs with a common suffix), or only in their last, land in different sets. */
-CC_INLINE uint64_t fold(uint64_t h, const char *p, size_t n) {
-    if (n >= 8) {
-        size_t i = 0;
-        for (; i + 8 < n; i += 8) h = (h ^ load64(p + i)) * 0x9E3779B97F4A7C15ull, h ^= h >> 29;
-        return (h ^ load64(p + n - 8)) * 0xC2B2AE3D27D4EB4Full;
-    }
-    uint64_t v = 0;
-    for (size_t i = 0; i < n; i++) v = (v << 8) | (unsigned char)p[i];
-    return (h ^ v) * 0xC2B2AE3D27D4EB4Full;
-}
-
 CC_INLINE uint64_t route_hash(int type, const char *run, size_t rn, const char *key, size_t kn) {
     uint64_t h = ((uint64_t)rn << 40) | ((uint64_t)kn << 8) | (uint64_t)type;
-    h = fold(fold(h, run, rn), key, kn);
+    h = hash_fold(hash_fold(h, run, rn), key, kn);
     h = (h ^ (h >> 29)) * 0xBF58476D1CE4E5B9ull;
     return h ^ (h >> 32);
 }
@@ -61,9 +47,19 @@ CC_INLINE uint64_t route_hash(int type, const char *run, size_t rn, const char *
  * thrashes when two routes that alternate collide, and 40 interleaved runs make that likely.) */
 CC_INLINE size_t hash_set(const cc_routes *t, uint64_t h) { return (size_t)(h >> (64 - t->bits + 1)) << 1; }
 
+/* Where a route keeps its runId and id, and its providerMetadata bytes. */
+CC_INLINE const char *route_key(const cc_route *r) {
+    return (size_t)r->run_len + r->key_len > CC_ROUTE_KEY ? r->ext : r->key;
+}
+CC_INLINE const char *route_pm(const cc_route *r) {
+    size_t kl = (size_t)r->run_len + r->key_len;
+    return r->ext + (kl > CC_ROUTE_KEY ? kl : 0);
+}
+
 CC_INLINE int holds(const cc_route *r, uint64_t h, int type, const char *run, size_t rn, const char *key, size_t kn) {
-    return r->buf != NULL && r->hash == h && r->type == type && r->run_len == rn && r->key_len == kn &&
-           same(r->key, run, rn) && same(r->key + rn, key, kn);
+    if (!(r->buf != NULL && r->hash == h && r->type == type && r->run_len == rn && r->key_len == kn)) return 0;
+    const char *k = route_key(r);
+    return same(k, run, rn) && same(k + rn, key, kn);
 }
 
 CC_INLINE int live(const cc_route *r) { return r->buf != NULL && r->gen == r->buf->gen; }
@@ -84,13 +80,20 @@ CC_INLINE ptrdiff_t find(const cc_routes *t, int type, const char *run, size_t r
 
 ptrdiff_t cc_route_find(const cc_routes *t, int type, const char *run, size_t run_len, const char *key,
                         size_t key_len, int has_name) {
-    if (run_len + key_len > CC_ROUTE_KEY) return -1;
+    if (run_len + key_len > CC_ROUTE_KEY_MAX) return -1;
     return find(t, type, run, run_len, key, key_len, has_name);
 }
 
 ptrdiff_t cc_route_put(cc_routes *t, int type, const char *run, size_t run_len, const char *key, size_t key_len,
-                       cc_dbuf *buf, int need_name) {
-    if (run_len + key_len > CC_ROUTE_KEY) return -1;
+                       cc_dbuf *buf, int need_name, const char *pm, size_t pm_len) {
+    size_t kl = run_len + key_len, xk = kl > CC_ROUTE_KEY ? kl : 0;
+    char *ext = NULL;
+    if (kl > CC_ROUTE_KEY_MAX) return -1;
+    if (!pm || pm_len > CC_ROUTE_KEY_MAX) pm_len = 0;
+    if (xk + pm_len && !(ext = malloc(xk + pm_len))) {
+        if (xk) return -1;
+        pm_len = 0;                                  /* (the route without its providerMetadata) */
+    }
     uint64_t h = route_hash(type, run, run_len, key, key_len);
     size_t i = hash_set(t, h);
     const cc_route *a = &t->slot[i], *b = a + 1;
@@ -111,8 +114,13 @@ ptrdiff_t cc_route_put(cc_routes *t, int type, const char *run, size_t run_len, 
     r->key_len = (uint16_t)key_len;
     r->type = (uint8_t)type;
     r->need_name = (uint8_t)(need_name != 0);
-    memcpy(r->key, run, run_len);
-    memcpy(r->key + run_len, key, key_len);
+    free(r->ext);
+    r->ext = ext;
+    char *k = xk ? ext : r->key;
+    memcpy(k, run, run_len);
+    memcpy(k + run_len, key, key_len);
+    if (pm_len) memcpy(ext + xk, pm, pm_len);
+    r->pm_len = (uint16_t)pm_len;
     return (ptrdiff_t)i;
 }
 
@@ -126,6 +134,8 @@ int cc_prefix_cache_init(cc_prefix_cache *c, unsigned bits) {
 }
 
 void cc_prefix_cache_free(cc_prefix_cache *c) {
+    if (c->slot)
+        for (size_t i = 0, n = (size_t)2 << c->bits; i < n; i++) free(c->slot[i].ext);
     free(c->slot);
     c->slot = NULL;
     c->older = NULL;
@@ -146,6 +156,8 @@ int cc_routes_init(cc_routes *t, unsigned bits) {
 }
 
 void cc_routes_free(cc_routes *t) {
+    if (t->slot)
+        for (size_t i = 0, n = (size_t)1 << t->bits; i < n; i++) free(t->slot[i].ext);
     free(t->slot);
     t->slot = NULL;
     cc_prefix_cache_free(&t->heads);
@@ -157,8 +169,9 @@ int cc_routes_grow(cc_routes *t, unsigned bits, ptrdiff_t *moved) {
     n.clock = t->clock;
     for (size_t i = 0, old = (size_t)1 << t->bits; i < old; i++) {
         const cc_route *r = &t->slot[i];
-        moved[i] = live(r) ? cc_route_put(&n, r->type, r->key, r->run_len, r->key + r->run_len, r->key_len,
-                                          r->buf, r->need_name)
+        const char *k = route_key(r);
+        moved[i] = live(r) ? cc_route_put(&n, r->type, k, r->run_len, k + r->run_len, r->key_len, r->buf,
+                                          r->need_name, r->pm_len ? route_pm(r) : NULL, r->pm_len)
                            : -1;
     }
     n.evicted = 0;
@@ -180,6 +193,25 @@ int cc_fast_avx2(void) {
 #else
     return 0;
 #endif
+}
+
+/* A delta whose providerMetadata its route does not hold: read for the caller (CC_ACC_PM_DELTA). */
+CC_INLINE void pm_stop(cc_accum_stop *st, const fast_delta_t *fd, size_t skip, size_t next) {
+    st->event = CC_ACC_PM_DELTA;
+    st->event_bytes = next;
+    st->type = fd->type;
+    st->run = fd->run;
+    st->run_len = fd->run_len;
+    st->from = fd->from;
+    st->from_len = fd->from_len;
+    st->key = fd->key;
+    st->key_len = fd->key_len;
+    st->text = fd->text;
+    st->text_len = fd->text_len;
+    st->pm = fd->pm;
+    st->pm_len = fd->pm_len;
+    st->frame_off = skip;
+    st->frame_len = fd->len;
 }
 
 CC_INLINE size_t accum_deltas(int framing, const char *buf, size_t len, size_t max_frame, cc_routes *t,
@@ -218,19 +250,22 @@ CC_INLINE size_t accum_deltas(int framing, const char *buf, size_t len, size_t m
             st->key_len = fd.key_len;
             break;
         }
-        ptrdiff_t i;
+        ptrdiff_t i = -1;
         cc_prefix *h = fd.head;
         if (h && h->stamp && t->slot[h->route].stamp == h->stamp && live(&t->slot[h->route])) {
             i = h->route;                            /* the route this head led to, still held */
-        } else {
-            if (fd.run_len + fd.key_len > CC_ROUTE_KEY) break;
+        } else if (fd.run_len + fd.key_len <= CC_ROUTE_KEY_MAX) {
             i = find(t, fd.type, fd.run, fd.run_len, fd.key, fd.key_len, fd.has_name);
-            if (i < 0) break;
-            if (h) {
+            if (i >= 0 && h) {
                 h->route = (uint32_t)i;
                 h->stamp = t->slot[i].stamp;
             }
         }
+        if (fd.pm && (i < 0 || t->slot[i].pm_len != fd.pm_len || !same(route_pm(&t->slot[i]), fd.pm, fd.pm_len))) {
+            pm_stop(st, &fd, skip, next);            /* the part takes this providerMetadata */
+            break;
+        }
+        if (i < 0) break;
         if (!dbuf_append(t->slot[i].buf, fd.text, fd.text_len, fd.escaped)) {
             st->full = i;
             st->need = fd.text_len;

@@ -18,20 +18,9 @@
 
 #include "fast_delta.h"
 
-/* Keys are run ids, nearly always 36-byte UUIDs: hash the first and last 16 bytes and the length
- * (a collision only costs a comparison: the table compares whole keys). */
+/* Keys are run ids: every byte hashed (hash_fold), and the length. */
 CC_INLINE uint64_t hash_bytes(const char *p, size_t n) {
-    uint64_t a, b;
-    if (n >= 16) {
-        a = load64(p) ^ (load64(p + n - 8) * 0x9E3779B97F4A7C15ull);
-        b = load64(p + 8) ^ (load64(p + n - 16) * 0xc4ceb9fe1a85ec53ull);
-    } else {
-        char t[16] = {0};
-        memcpy(t, p, n);
-        a = load64(t);
-        b = load64(t + 8);
-    }
-    uint64_t h = (a ^ (uint64_t)n) * 0xff51afd7ed558ccdull + b;
+    uint64_t h = hash_fold((uint64_t)n * 0xff51afd7ed558ccdull, p, n);
     h ^= h >> 32;
     h *= 0xc4ceb9fe1a85ec53ull;
     return h ^ (h >> 29);

@@ -4,6 +4,7 @@
 #ifndef CHUNKCODEC_FAST_DELTA_H
 #define CHUNKCODEC_FAST_DELTA_H
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "chunkcodec/accum.h"
@@ -77,6 +78,21 @@ CC_INLINE uint32_t load32(const char *p) {
     uint32_t v;
     memcpy(&v, p, 4);
     return v;
+}
+
+/* A string's bytes folded into h, 8 at a time (the last word overlapping the one before when the
+ * length is not a multiple of 8), for the hash tables of ids (the accumulator's routes, the bulk
+ * index's runs).  Every byte counts: ids that differ only in their first bytes, their last or their
+ * middle (numbered runs with a common prefix and suffix) do not all land in one place. */
+CC_INLINE uint64_t hash_fold(uint64_t h, const char *p, size_t n) {
+    if (n >= 8) {
+        size_t i = 0;
+        for (; i + 8 < n; i += 8) h = (h ^ load64(p + i)) * 0x9E3779B97F4A7C15ull, h ^= h >> 29;
+        return (h ^ load64(p + n - 8)) * 0xC2B2AE3D27D4EB4Full;
+    }
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; i++) v = (v << 8) | (unsigned char)p[i];
+    return (h ^ v) * 0xC2B2AE3D27D4EB4Full;
 }
 
 CC_INLINE uint16_t load16(const char *p) {
@@ -157,6 +173,8 @@ typedef struct fast_delta_t {
     int has_name;                      /* a tool-call-delta that names its tool */
     const char *run, *from, *key, *text; /* runId; from; payload.id or toolCallId; text or argsTextDelta */
     size_t run_len, from_len, key_len, text_len; /* (the strings still escaped, between their quotes) */
+    const char *pm;                    /* a text or reasoning delta's providerMetadata object, or NULL */
+    size_t pm_len;
     cc_prefix *head;                   /* the frame's kept head (see below), or NULL */
 } fast_delta_t;
 
@@ -285,6 +303,8 @@ CC_INLINE int fast_delta_isa(const char *p, size_t avail, char sep, fast_delta_t
     }
     out->run = p + rs;
     out->run_len = x - rs;
+    out->pm = NULL;
+    out->pm_len = 0;
     if (!lit_str(fp, &x, "\",\"from\":\"", 10, &s)) return 0;
     out->from = p + s;
     out->from_len = x - s;
@@ -304,7 +324,18 @@ CC_INLINE int fast_delta_isa(const char *p, size_t avail, char sep, fast_delta_t
         if (!lit_str(fp, &x, "\",\"payload\":{\"id\":\"", 19, &s)) return 0;
         out->key = p + s;
         out->key_len = x - s;
-        if (!lit_str(fp, &x, "\",\"text\":\"", 10, &ts)) return 0;
+        if (fr.e - x > 22 && same(p + x, "\",\"providerMetadata\":{", 22)) {
+            /* Mastra's converter writes {id, providerMetadata, text}: the object is checked as
+             * msgspec would check it (its UTF-8 is checked above, with the frame's) */
+            size_t v = x + 21, l = cc_skip_object(p + v, fr.e - v);
+            if (!l) return 0;
+            out->pm = p + v;
+            out->pm_len = l;
+            x = v + l;
+            if (!lit_str(fp, &x, ",\"text\":\"", 9, &ts)) return 0;
+        } else if (!lit_str(fp, &x, "\",\"text\":\"", 10, &ts)) {
+            return 0;
+        }
         out->text = p + ts;
         out->text_len = x - ts;
         out->has_name = 0;
@@ -365,10 +396,11 @@ CC_INLINE cc_prefix *head_find(cc_prefix_cache *c, const char *p, size_t avail, 
     uint64_t w = load64(p + 30);
     for (int i = 0; i < 2; i++, e++) {
         if (!e->len || avail <= e->len + 3u || load64(e->head + 30) != w) continue;
+        const char *hb = e->ext ? e->ext : e->head;
 #if FAST_HAVE_AVX2
-        if (avx2 ? same_avx2(p, e->head, e->len) : same(p, e->head, e->len)) return e;
+        if (avx2 ? same_avx2(p, hb, e->len) : same(p, hb, e->len)) return e;
 #else
-        if (same(p, e->head, e->len)) return e;
+        if (same(p, hb, e->len)) return e;
 #endif
     }
     return NULL;
@@ -382,19 +414,26 @@ CC_INLINE void head_keep(cc_prefix_cache *c, const char *p, fast_delta_t *fd) {
     if ((fd->type != CC_HOT_TEXT_DELTA && fd->type != CC_HOT_REASONING_DELTA) || k > CC_PREFIX_MAX || k < HEAD_MIN ||
         memchr(p, '\\', k) != NULL)
         return;
+    char *ext = NULL;
+    if (k > CC_PREFIX_INLINE && !(ext = malloc(k))) return;
     size_t set = head_set(c, p);
     cc_prefix *e = &c->slot[2 * set];
     if (e->len && (!e[1].len || c->older[set] == 1)) e++;
     c->older[set] = (uint8_t)(e == &c->slot[2 * set]);   /* the other one is older now */
-    memcpy(e->head, p, k);
+    free(e->ext);
+    e->ext = ext;
+    memcpy(e->head, p, k < CC_PREFIX_INLINE ? k : CC_PREFIX_INLINE);
+    if (ext) memcpy(ext, p, k);
     e->len = (uint16_t)k;
     e->type = (uint8_t)fd->type;
-    e->run_off = (uint8_t)(fd->run - p);
-    e->run_len = (uint8_t)fd->run_len;
-    e->from_off = (uint8_t)(fd->from - p);
-    e->from_len = (uint8_t)fd->from_len;
-    e->key_off = (uint8_t)(fd->key - p);
-    e->key_len = (uint8_t)fd->key_len;
+    e->run_off = (uint16_t)(fd->run - p);
+    e->run_len = (uint16_t)fd->run_len;
+    e->from_off = (uint16_t)(fd->from - p);
+    e->from_len = (uint16_t)fd->from_len;
+    e->key_off = (uint16_t)(fd->key - p);
+    e->key_len = (uint16_t)fd->key_len;
+    e->pm_off = (uint16_t)(fd->pm ? fd->pm - p : 0);
+    e->pm_len = (uint16_t)fd->pm_len;
     e->run_idx = -1;
     e->route = 0;
     e->stamp = 0;
@@ -426,6 +465,8 @@ CC_INLINE int fast_delta_kept(cc_prefix_cache *c, const char *p, size_t avail, c
     out->from_len = e->from_len;
     out->key = p + e->key_off;
     out->key_len = e->key_len;
+    out->pm = e->pm_len ? p + e->pm_off : NULL;
+    out->pm_len = e->pm_len;
     out->text = p + k;
     out->text_len = t - k;
     out->head = e;

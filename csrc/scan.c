@@ -719,6 +719,13 @@ static size_t skip_value(const unsigned char *p, size_t i, size_t n, int depth, 
     }
 }
 
+size_t cc_skip_object(const char *p, size_t n) {
+    int big = 0;
+    if (n == 0 || p[0] != '{') return 0;
+    size_t e = skip_container((const unsigned char *)p, 0, n, 0, &big);
+    return big ? 0 : e;
+}
+
 /* The keys read at each level: top (type, runId, payload), payload (stepResult, metadata, output,
  * providerMetadata), output (usage), stepResult (reason, warnings), metadata (id, modelId,
  * providerMetadata).  A slot of the first three levels is a bit in `seen`: those are read as a

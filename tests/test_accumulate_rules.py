@@ -462,13 +462,24 @@ def test_deltas_without_run_id_follow_the_current_run_on_both_paths(both):
     assert by[RUN]["tool_calls"][0]["payload"]["toolName"] == "late"
 
 
+#: providerMetadata on deltas, as written: two that alternate, escapes, white space, duplicate
+#: keys, a long one (its head is not kept), and what the delta loop leaves to the decoder (a number
+#: msgspec refuses, nesting past 64, not an object, not JSON)
+_DELTA_PMS = ['{"openai":{"itemId":"rs_1"}}', '{"openai":{"itemId":"rs_2"}}',
+              '{"anthropic":{"signature":"s\\"A\\u00e9\\ud83d\\ude00=="}}',
+              '{"m":{"k":[1,2.5,-3e5,true,false,null,"é😀"]}}', '{ "spaced" : { "x" : 1 } }', '{"d":1,"d":2}',
+              '{"long":"' + "x" * 200 + '"}', '{"big":1e400}', '{"deep":' + "[" * 70 + "]" * 70 + '}',
+              'null', '"s"', '{"bad":tru}']
+
+
 def _random_delta_log(rng, n):
     """Delta, text-start, text-end, start and tool-call-input-streaming-end frames in Mastra's
     shape (what the native C delta loop takes or reads) mixed with what sends it back to the
     general path: run ids too long for a stored route, escaped ids, tool deltas that name their
-    tool late, ids reopened after text-end, providerMetadata, extra payload keys, other key
+    tool late, ids reopened after text-end, providerMetadata (on deltas: repeated, changing,
+    escaped, long, and values the loop leaves to the decoder), extra payload keys, other key
     orders, frames near the size limit."""
-    runs = ["r%d" % i for i in range(12)] + ["L" * 90, "\\u0041bc", "é" * 30]
+    runs = ["r%d" % i for i in range(12)] + ["L" * 90, "L" * 170, "\\u0041bc", "é" * 30]
     lines = []
     for i in range(n):
         run = rng.choice(runs)
@@ -476,11 +487,12 @@ def _random_delta_log(rng, n):
         if rng.random() < 0.01:
             kind = 99
         text = rng.choice(["a", "é", "\\n", "\\\"q\\\"", "😀", "x" * rng.randrange(1, 300), "\\ud83d\\ude00"])
-        if kind < 5:
-            d = {"type": "text-delta", "runId": run, "from": "AGENT",
-                 "payload": {"id": "t%d" % rng.randrange(3), "text": "@"}}
-        elif kind < 7:
-            d = {"type": "reasoning-delta", "runId": run, "from": "AGENT", "payload": {"id": "x", "text": "@"}}
+        if kind < 7:
+            p = {"id": "t%d" % rng.randrange(3) if kind < 5 else "x"}
+            if rng.random() < 0.4:
+                p["providerMetadata"] = "@PM@"
+            p["text"] = "@"
+            d = {"type": "text-delta" if kind < 5 else "reasoning-delta", "runId": run, "from": "AGENT", "payload": p}
         elif kind < 9:
             p = {"argsTextDelta": "@", "toolCallId": "c%d" % rng.randrange(4)}
             if rng.random() < 0.5:
@@ -508,6 +520,7 @@ def _random_delta_log(rng, n):
         ln = json.dumps(d, ensure_ascii=False, separators=(",", ":"))
         # the text goes in as written above, escapes and all (json.dumps would double them)
         ln = ln.replace('"@"', '"' + text + '"').replace('"\\\\u0041bc"', '"\\u0041bc"')
+        ln = ln.replace('"@PM@"', rng.choice(_DELTA_PMS))
         if rng.random() < 0.05:
             ln = ln.replace('{"type"', '{ "type"')             # not the exact shape: general path
         lines.append(ln.encode())
@@ -752,7 +765,7 @@ def test_delta_frames_after_a_kept_head_accumulate_alike_on_both_paths(both, fra
 
 def test_the_route_table_starts_small_and_grows_while_parts_are_open(both):
     """An accumulating decoder's route table starts at 16 slots, enough for one stream, which then
-    costs kilobytes, not the 512-slot table with its heads (about 257 KB, zeroed per decoder); a log
+    costs kilobytes, not the 512-slot table with its heads (about 272 KB, zeroed per decoder); a log
     that interleaves many runs, each part open across the growth, makes it grow to 512, with every
     route moved along: the same runs as on the reference path."""
     native, reference = both
@@ -813,6 +826,76 @@ def test_interleaved_runs_keep_their_routes_whatever_their_ids_share(both, ids):
     # 40 routes, and a few more while the table grows from its 16 slots (a route evicted then is
     # asked for again); before the fix: 2,000
     assert 40 <= len(calls) <= 80, len(calls)
+
+
+def _pm_delta(kind, rid, id_, pm, text, spaced=False):
+    ln = ('{"type":"%s-delta","runId":"%s","from":"AGENT","payload":{"id":"%s","providerMetadata":%s,"text":"%s"}}'
+          % (kind, rid, id_, pm, text))
+    return (ln.replace('{"type"', '{ "type"') if spaced else ln).encode() + b"\n"
+
+
+def test_deltas_carrying_provider_metadata_stay_in_the_delta_loop(both):
+    """Deltas that each carry providerMetadata, as providers that tag every delta send them (Mastra
+    writes {id, providerMetadata, text}): the C loop takes every delta whose providerMetadata is the
+    bytes its part took last, so the accumulator is asked once per part, not once per delta (each
+    went through the typed decoder before: about 25x slower); a change of providerMetadata is
+    asked about, and last seen wins on both paths."""
+    native, reference = both
+    rids = ["%08x-9c1e-4a7b-8d2f-5e6a7b8c9d0e" % (i * 2654435761 % 2**32) for i in range(40)]
+    data = b"".join(_pm_delta("reasoning", rid, "rs_%d:0" % i, '{"openai":{"itemId":"rs_%d"}}' % i, "%d " % k)
+                    for k in range(30) for i, rid in enumerate(rids))
+    data += b"".join(_pm_delta("text", rid, "msg", '{"openai":{"itemId":"msg_%d"}}' % k, "t%d " % k)
+                     for k in range(3) for rid in rids[:5])
+    calls = []
+
+    class Counting(native.Accumulator):
+        def _route_pm(self, *args):
+            calls.append(args[3])
+            return super()._route_pm(*args)
+
+        def add(self, chunk):
+            calls.append(chunk)
+            return super().add(chunk)
+
+    outs = []
+    for acc in (Counting("ndjson"), reference.Accumulator("ndjson")):
+        acc.feed(data)
+        acc.close()
+        outs.append([msgspec.to_builtins(r) for r in acc.results().values()])
+    assert outs[0] == outs[1]
+    r3 = outs[0][3]
+    assert r3["reasoning_text"] == "".join("%d " % k for k in range(30))
+    assert r3["reasoning"][0]["payload"]["providerMetadata"] == {"openai": {"itemId": "rs_3"}}
+    assert [p.get("providerMetadata") for p in r3["parts"] if p["type"] == "text"] == [
+        {"openai": {"itemId": "msg_2"}}]
+    # one call per reasoning part (and a few while the route table grows), one per changed text pm
+    assert all(isinstance(c, str) for c in calls)
+    assert 40 + 15 <= len(calls) <= 80 + 15, len(calls)
+
+
+def test_provider_metadata_set_on_another_path_is_not_overlooked_by_the_delta_loop(both):
+    """The loop compares a delta's providerMetadata with the bytes its route stored; a part that
+    took other providerMetadata meanwhile through a frame the loop does not read (here: another key
+    order, decoded whole) must not keep it when a delta brings the stored bytes back."""
+    a, b = '{"p":{"v":"A"}}', '{"p":{"v":"B"}}'
+    data = (_pm_delta("text", "r", "t", a, "1") + _pm_delta("text", "r", "t", a, "2")
+            + _pm_delta("text", "r", "t", b, "3", spaced=True) + _pm_delta("text", "r", "t", a, "4")
+            + _pm_delta("reasoning", "r", "x", a, "5") + _pm_delta("reasoning", "r", "x", b, "6", spaced=True)
+            + _pm_delta("reasoning", "r", "x", a, "7") + _pm_delta("reasoning", "r", "x", a, "8"))
+    outs = []
+    for api in both:
+        for step in (len(data), 5):
+            acc = api.Accumulator("ndjson")
+            for i in range(0, len(data), step):
+                acc.feed(data[i:i + step])
+            acc.close()
+            r = acc.result()
+            outs.append((r.parts, r.reasoning, r.text, r.reasoning_text))
+    assert outs[0] == outs[1] == outs[2] == outs[3]
+    parts, reasoning, text, rtext = outs[0]
+    assert text == "1234" and rtext == "5678"
+    assert parts[0]["providerMetadata"] == {"p": {"v": "A"}}
+    assert reasoning[0]["payload"]["providerMetadata"] == {"p": {"v": "A"}}
 
 
 @pytest.mark.parametrize("seed", range(3))

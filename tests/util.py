@@ -104,7 +104,7 @@ def kept_head_frames():
             rid = "r\\u0041" + rid
         key = "é-%d" % i if i % 5 == 3 else "txt-0"
         if i % 5 == 4:
-            rid = rid * 4
+            rid = rid * 8
         head = ('{"type":"%s","runId":"%s","from":"AGENT","payload":{"id":"%s","text":"' % (kind, rid, key)).encode()
         frames = [head + b"hello" + ends[0]]
         for j in range(3):

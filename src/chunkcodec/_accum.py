@@ -109,6 +109,15 @@ class _Part:
         self.redacted = False
         self.listed = False     # has its place in the message parts
 
+    def set_pm(self, pm: Any) -> None:
+        """A delta's providerMetadata (last seen wins).  (The native delta loop takes a delta
+        whose providerMetadata is the one its route stored with the part's last; a part still
+        writing at its buffer's end re-takes it here, which on the native path drops the routes to
+        the buffer: one set on any other path is then the one a later delta is compared with.)"""
+        self.pm = pm
+        if self.buf.owner is self:
+            self.buf.owner = self
+
     def seal(self) -> None:
         if self.tail >= 0:
             end = len(self.buf.data)
@@ -370,7 +379,7 @@ class _Run:
             part.listed = True
             self.step()
         elif pm is not UNSET:
-            part.pm = pm
+            part.set_pm(pm)
         part.take()
         return part
 
@@ -392,13 +401,11 @@ class _Run:
             self.reasoning.append(part)
             self.step()
         elif pm is not UNSET:
-            part.pm = pm
+            part.set_pm(pm)
         return part
 
     def reasoning_delta(self, id_: Any, pm: Any) -> _Part:
         part = self.reasoning_part(id_, pm, False)
-        if pm is not UNSET:
-            part.pm = pm
         self.saw_reasoning = True
         if not part.listed:
             self.seq.append(("span", part))
@@ -863,6 +870,13 @@ class AccumulatorBase:
         ta = run.tool_args_for(key, name, None)
         ta.buf.owner = ta
         return ta.buf, ta
+
+    def _route_pm(self, kind: int, run_id: Any, from_: Any, key: Any, pm: Any) -> tuple:
+        """_route for a text (kind 1) or reasoning (2) delta that carries providerMetadata, which
+        its part takes (as add() does with the chunk): (buffer, owner)."""
+        run = _run_of(self, run_id, from_)
+        part = run.text_part(key, pm) if kind == 1 else run.reasoning_delta(key, pm)
+        return part.buf, part
 
     def _make_current(self, run_id: str, from_: str) -> None:
         """A text-start frame without providerMetadata, or a start frame of payload {id,

@@ -19,6 +19,7 @@ cdef class _Part:
     cdef public list segs
     cdef public Py_ssize_t tail
     cdef public bint redacted, listed
+    cpdef set_pm(self, pm)
     cpdef seal(self)
     cpdef take(self)
     cpdef str text(self, _Memo dec)
@@ -86,6 +87,7 @@ cdef class AccumulatorBase:
     # what the native decoder calls (it cimports this class): C calls, not method lookups
     cpdef add(self, chunk)
     cpdef tuple _route(self, int kind, run_id, from_, key, name)
+    cpdef tuple _route_pm(self, int kind, run_id, from_, key, pm)
     cpdef _make_current(self, run_id, from_)
     cpdef _tool_input_end(self, run_id, from_, call_id)
     cpdef _text_end(self, run_id, from_, id_)

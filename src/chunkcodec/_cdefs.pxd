@@ -170,12 +170,13 @@ cdef extern from "chunkcodec/accum.h":
     Py_ssize_t cc_route_find(const cc_routes *t, int type, const char *run, size_t run_len, const char *key,
                              size_t key_len, int has_name) nogil
     Py_ssize_t cc_route_put(cc_routes *t, int type, const char *run, size_t run_len, const char *key,
-                            size_t key_len, cc_dbuf *buf, int need_name) nogil
+                            size_t key_len, cc_dbuf *buf, int need_name, const char *pm, size_t pm_len) nogil
     enum:
         CC_ACC_TEXT_START
         CC_ACC_TEXT_END
         CC_ACC_START
         CC_ACC_TOOL_INPUT_END
+        CC_ACC_PM_DELTA
     ctypedef struct cc_accum_stop:
         size_t frames
         Py_ssize_t last
@@ -189,6 +190,13 @@ cdef extern from "chunkcodec/accum.h":
         size_t run_len
         size_t from_len
         size_t key_len
+        int type
+        const char *text
+        const char *pm
+        size_t text_len
+        size_t pm_len
+        size_t frame_off
+        size_t frame_len
     size_t cc_accum_deltas(int framing, const char *buf, size_t len, size_t max_frame, cc_routes *t,
                            cc_accum_stop *st) nogil
     int cc_fast_avx2() nogil

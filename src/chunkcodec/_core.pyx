@@ -873,6 +873,11 @@ cdef class StreamDecoder:
             if st.full >= 0:
                 (<DeltaBuf>(<tuple>self._rkeep[st.full])[0]).reserve(st.need)
                 continue
+            if st.event == CC_ACC_PM_DELTA:
+                self._sink_pm_delta(&st, b, off + total, base + total, out)
+                self._index += 1
+                total += <Py_ssize_t>st.event_bytes
+                continue
             if st.event:
                 self._sink_event(&st)
                 self._index += 1
@@ -902,6 +907,46 @@ cdef class StreamDecoder:
             self._sink._text_end(run_id, from_, PyUnicode_DecodeUTF8(st.key, <Py_ssize_t>st.key_len, NULL))
         return 0
 
+    cdef int _sink_pm_delta(self, cc_accum_stop* st, bytes b, Py_ssize_t at, long long pos, list out) except -1:
+        """A text or reasoning delta carrying providerMetadata that its route does not hold, read
+        by the C loop (b[at:] is where its event starts, pos where in the stream): its part takes
+        the providerMetadata (_route_pm), and the route stored holds these bytes, so that the
+        part's next deltas carrying the same ones stay in the loop.  Ids with escapes, or a value
+        msgspec refuses after all, go the general way."""
+        cdef cc_str_t text
+        cdef Py_ssize_t slot
+        cdef tuple r
+        if memchr(st.run, b'\\', st.run_len) != NULL or memchr(st.from_, b'\\', st.from_len) != NULL or \
+                memchr(st.key, b'\\', st.key_len) != NULL:
+            pm = None
+        else:
+            try:
+                pm = _decode_any(PyBytes_FromStringAndSize(st.pm, <Py_ssize_t>st.pm_len))
+            except _SPAN_ERRORS:
+                pm = None
+        if pm is None:                  # (an object decodes to a dict)
+            self._cur_run = None
+            self._sink_frame(b, at + <Py_ssize_t>st.frame_off, <Py_ssize_t>st.frame_len, self._index,
+                             pos + <long long>st.frame_off, out)
+            return 0
+        run_id = self._cached_utf8(st.run, st.run_len, CC_F_RUN_ID)
+        from_ = self._cached_utf8(st.from_, st.from_len, CC_F_FROM)
+        key = self._cached_utf8(st.key, st.key_len, CC_F_ID)
+        buf, owner = self._sink._route_pm(st.type, run_id, from_, key, pm)
+        r = (buf, self._sink._current)
+        slot = cc_route_put(self._routes, st.type, st.run, st.run_len, st.key, st.key_len, &(<DeltaBuf>buf).d,
+                            0, st.pm, st.pm_len)
+        if slot >= 0:
+            self._rkeep[slot] = r
+            if self._routes.evicted and self._routes.bits < CC_ROUTE_BITS_MAX:
+                self._grow_routes()
+        self._cur_run = r[1]
+        text.p = st.text
+        text.len = st.text_len
+        text.flags = CC_STR_ESCAPED if memchr(st.text, b'\\', st.text_len) != NULL else 0
+        (<DeltaBuf>buf).append_str(&text)
+        return 0
+
     cdef int _sink_hot(self, cc_hot_t* h) except -1:
         # (type, runId, id) -> the buffer to append to, through the routes the sink gave, which the
         # C delta loop uses too: a hit costs a hash of the raw bytes and a compare, no object.
@@ -925,7 +970,7 @@ cdef class StreamDecoder:
             # a miss, a part that was closed or overtaken, or a tool call still without a name
             r = self._route(h, tool)
             slot = cc_route_put(self._routes, h.type, run.p, run.len, key.p, key.len, &(<DeltaBuf>r[0]).d,
-                                tool and not r[1].name)
+                                tool and not r[1].name, NULL, 0)
             r = (r[0], r[2])
             if slot >= 0:
                 self._rkeep[slot] = r

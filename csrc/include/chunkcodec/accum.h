@@ -29,7 +29,9 @@ int cc_dbuf_append(cc_dbuf *b, const cc_str_t *s);
  * has to make way (a log interleaving many runs). */
 #define CC_ROUTE_BITS_MIN 4
 #define CC_ROUTE_BITS_MAX 9
-#define CC_ROUTE_KEY 80     /* runId and id bytes together; longer pairs are not stored */
+#define CC_ROUTE_KEY 80         /* runId and id bytes together, kept in the route itself ... */
+#define CC_ROUTE_KEY_MAX 1024   /* ... or up to this many in ext (a UUID and an OpenAI item id:
+                                 * 88); longer pairs are not stored */
 
 typedef struct cc_route {
     uint64_t hash;
@@ -37,29 +39,41 @@ typedef struct cc_route {
     uint64_t gen;       /* buf->gen when stored: the route holds while they are equal */
     uint64_t stamp;     /* when it was stored: the older of a set's two routes makes way */
     uint16_t run_len, key_len;
+    /* The providerMetadata bytes the route's part took last (pm_len 0: none): a delta carrying
+     * these same bytes changes nothing of the part but its text, so the loop takes it; one
+     * carrying others goes to the caller (last seen wins).  A delta without providerMetadata
+     * leaves the part's as it is: the loop takes it either way. */
+    uint16_t pm_len;
     uint8_t type;       /* cc_hot_type */
     uint8_t need_name;  /* a tool call that has no name yet: a delta naming it goes to the caller */
-    char key[CC_ROUTE_KEY];
+    char *ext;          /* NULL, or (the table owns it) the runId and id when longer than
+                         * CC_ROUTE_KEY, then the providerMetadata bytes */
+    char key[CC_ROUTE_KEY];   /* the runId and id, when they fit */
 } cc_route;
 
 /* The delta loops' memory of frame heads (fast_delta.h).  A text-delta or reasoning-delta frame
  * is a head ({"type":...,"runId":R,"from":F,"payload":{"id":I,"text":") and the text: every
  * delta of a part has the same head.  Once a frame has been read in full and its head holds no
- * escape, the head is kept here, in the set its runId's first bytes pick; a later frame whose
+ * escape, the head is kept here, in the set its bytes 30-61 pick (the runId on); a later frame whose
  * first bytes equal a kept head byte for byte reads the same up to its text (JSON is read left to
  * right), so only its text and what follows are read.  Two-way set associative (a log interleaves
  * a few hundred runs, each with one part open at a time): a new head takes its set's empty slot,
  * else the one kept longer ago. */
 #define CC_PREFIX_BITS 9    /* sets of the bulk indexer's (a decoder's: as many as its route sets) */
-#define CC_PREFIX_MAX 160   /* longer heads are not kept */
+#define CC_PREFIX_INLINE 160   /* head bytes kept in the slot itself ... */
+#define CC_PREFIX_MAX 288      /* ... the whole head in ext when longer; longer heads are not kept
+                                * (OpenAI's item ids, of 50 bytes and more, as payload.id and in
+                                * providerMetadata make heads of 260 bytes) */
 typedef struct cc_prefix {
     uint16_t len;        /* the head's length (the text starts there); 0: an empty slot */
     uint8_t type;        /* cc_hot_type */
-    uint8_t run_off, run_len, from_off, from_len, key_off, key_len;
+    uint16_t run_off, run_len, from_off, from_len, key_off, key_len;
+    uint16_t pm_off, pm_len;  /* its providerMetadata object (pm_len 0: none) */
     int32_t run_idx;     /* the bulk indexer's run index for the head's runId, or -1 */
     uint32_t route;      /* the delta loop's route for it: the slot, and its stamp then (0: none) */
     uint64_t stamp;
-    char head[CC_PREFIX_MAX];
+    char *ext;           /* NULL, or (the cache owns it) the whole head when longer than CC_PREFIX_INLINE */
+    char head[CC_PREFIX_INLINE];   /* its first bytes */
 } cc_prefix;
 typedef struct cc_prefix_cache {
     cc_prefix *slot;    /* 2 << bits: set i is slots 2i and 2i + 1 */
@@ -67,7 +81,8 @@ typedef struct cc_prefix_cache {
     unsigned bits;      /* 1 to 16 */
 } cc_prefix_cache;
 
-/* An empty cache of 1 << bits sets (one allocation, zeroed); 0 when out of memory. */
+/* An empty cache of 1 << bits sets (one allocation, zeroed, and one per head longer than
+ * CC_PREFIX_INLINE kept later); 0 when out of memory. */
 int cc_prefix_cache_init(cc_prefix_cache *c, unsigned bits);
 void cc_prefix_cache_free(cc_prefix_cache *c);
 
@@ -79,12 +94,14 @@ typedef struct cc_routes {
     uint64_t clock;
     uint64_t evicted;   /* live routes cc_route_put has made way for since the table was made */
     cc_prefix_cache heads;   /* as many sets (two heads each) as the table has: as many heads as routes,
-                              * 192 bytes a head (twice as many sets took 196 KB at the largest
-                              * table, allocated afresh on every growth: its page faults cost a
-                              * 40-run log's accumulate about 6 % of its time) */
+                              * 208 bytes a head (twice as many sets of 192-byte heads took 196 KB
+                              * at the largest table, allocated afresh on every growth: its page
+                              * faults cost a 40-run log's accumulate about 6 %; and 328-byte heads,
+                              * the longest inline, made it 5 % slower than 192-byte ones) */
 } cc_routes;
 
-/* An empty table of 1 << bits slots, its heads empty too; 0 when out of memory. */
+/* An empty table of 1 << bits slots, its heads empty too; 0 when out of memory.  (t is overwritten:
+ * it must hold no table.) */
 int cc_routes_init(cc_routes *t, unsigned bits);
 void cc_routes_free(cc_routes *t);
 /* Move t's live routes to a new table of 1 << bits slots (bits > t->bits), with empty heads.
@@ -98,14 +115,19 @@ int cc_routes_grow(cc_routes *t, unsigned bits, ptrdiff_t *moved);
 ptrdiff_t cc_route_find(const cc_routes *t, int type, const char *run, size_t run_len, const char *key,
                         size_t key_len, int has_name);
 /* Store a route in its set: in the slot the key already has, else an empty or dead one, else the
- * older one.  Returns the slot, or -1 if the key is too long to store. */
+ * older one.  pm: the providerMetadata bytes its part took last (copied), or NULL (a copy that
+ * cannot be allocated is not kept: deltas carrying providerMetadata then go to the caller).
+ * Returns the slot, or -1 if the key is too long to store. */
 ptrdiff_t cc_route_put(cc_routes *t, int type, const char *run, size_t run_len, const char *key, size_t key_len,
-                       cc_dbuf *buf, int need_name);
+                       cc_dbuf *buf, int need_name, const char *pm, size_t pm_len);
 
 /* The frames the loop does not take but reads for the caller, so that it needs no decoder for
  * them, in their plain shape and without escapes: text-start and text-end (no providerMetadata),
  * start (payload {id, messageId}), tool-call-input-streaming-end (payload {toolCallId}). */
 enum { CC_ACC_TEXT_START = 4, CC_ACC_TEXT_END = 5, CC_ACC_START = 6, CC_ACC_TOOL_INPUT_END = 7 };
+/* And a text or reasoning delta carrying providerMetadata that its route does not hold (or that
+ * has no route): read, its strings possibly escaped, for the caller to route and store. */
+enum { CC_ACC_PM_DELTA = 8 };
 
 /* Why cc_accum_deltas stopped, and what it took. */
 typedef struct cc_accum_stop {
@@ -115,8 +137,13 @@ typedef struct cc_accum_stop {
     size_t need;        /* the bytes that frame needs */
     int event;          /* 0, or CC_ACC_TEXT_*: the next frame is one, read (and valid) */
     size_t event_bytes; /* its bytes, separator included: where the frame after it starts */
-    const char *run, *from, *key;   /* its runId, from and payload.id, UTF-8 without escapes */
+    const char *run, *from, *key;   /* its runId, from and payload.id, UTF-8 without escapes (but
+                                     * a CC_ACC_PM_DELTA's: as written, between their quotes) */
     size_t run_len, from_len, key_len;
+    int type;           /* CC_ACC_PM_DELTA: cc_hot_type; its text and providerMetadata as written */
+    const char *text, *pm;
+    size_t text_len, pm_len;
+    size_t frame_off, frame_len;    /* CC_ACC_PM_DELTA: the JSON frame, from where the event starts */
 } cc_accum_stop;
 
 /* Take the delta frames at the start of buf, in order, as long as each one is in Mastra's exact

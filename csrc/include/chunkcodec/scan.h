@@ -60,6 +60,10 @@ int cc_utf8_valid(const char *p, size_t n);
 /* p is just past a backslash inside a string (n bytes available): how many bytes the escape takes
  * after the backslash, or 0 when it is not a valid JSON escape or is a lone surrogate. */
 size_t cc_escape_len(const char *p, size_t n);
+/* The length of the JSON object at p[0] == '{' (n bytes available), checked as msgspec checks it
+ * (syntax, escapes, control bytes, nesting to 64 levels, numbers msgspec decodes without "out of
+ * range"; UTF-8 is the caller's to check), or 0 when it is not one or msgspec might refuse it. */
+size_t cc_skip_object(const char *p, size_t n);
 
 /* ---- step-finish and finish frames -------------------------------------------------------------
  * The few fields accumulation reads from these frames, whose message history may run to megabytes:
