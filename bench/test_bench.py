@@ -120,3 +120,16 @@ def test_loop_mode_times_every_contender_on_its_checked_answer(capsys):
     assert {r[3] for r in rows if r[1] == "chunkcodec.accumulate"} == {"msgspec minimal union, collector paused"}
     bench_accumulate.main(["--runs", "3", "--deltas", "10", "--loop", "2", "--keep", "1", "--repeat", "1"])
     assert capsys.readouterr().out.count("x vs msgspec minimal union, collector paused") == 3
+
+
+def test_shapes_checks_each_logs_answer_before_timing_it(monkeypatch, capsys):
+    """bench_shapes.py (the README's delta shapes): every shape is printed, and a contender that
+    loses a delta is caught before anything is timed."""
+    import bench_shapes
+    assert bench_shapes.main(["--runs", "3", "--deltas", "5", "--repeat", "1"]) == 0
+    out = capsys.readouterr().out
+    assert all(shape in out for shape in bench_shapes.SHAPES)
+    real = chunkcodec.accumulate
+    monkeypatch.setattr(chunkcodec, "accumulate", lambda data: real(data[data.index(b"\n") + 1:]))
+    with pytest.raises(SystemExit, match="accumulate"):
+        bench_shapes.main(["--runs", "3", "--deltas", "5", "--repeat", "1"])

@@ -1,0 +1,133 @@
+"""What the shape of the delta frames does to their cost: accumulate() and bulk.scan on logs that
+differ only in how their deltas are written, each against the plain shape in the same run.
+
+    python bench/bench_shapes.py [--runs 40] [--deltas 300] [--repeat 5] [--check R]
+
+Every log is --runs runs interleaved delta by delta (the hard case for the caches: each delta is
+for another run than the one before), --deltas deltas each, written as Mastra's converter writes
+them ({"type","runId","from","payload":{"id","providerMetadata"?,"text"}}, compact), in NDJSON:
+
+- plain: UUID runIds and a short part id, the shape of the other bench logs;
+- shared suffix, shared prefix, shared ends: runIds that a producer numbers, alike but for their
+  first bytes, their last bytes or a few bytes in the middle;
+- long ids: OpenAI's item ids (rs_ and 48 hex digits) as the part id;
+- providerMetadata: every delta carrying {"openai":{"itemId":...}}, with short and with long ids
+  (OpenAI tags each reasoning delta so);
+- other key order, white space: frames the delta loop leaves to the general path, shown for what
+  that costs (they are not checked).
+
+Prints, for each log, nanoseconds per delta (best of --repeat) of accumulate() and of
+bulk.scan(workers=1), and their ratio to the plain log's.  Every log's answer is checked before it
+is timed: each run's text (or reasoning) from accumulate(), and each frame's text from the index.
+--check R: exit 1 when a log of a shape the loop takes costs more than R times the plain one
+(compare within one run: the machines are shared, absolute figures move).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+import chunkcodec
+from chunkcodec import bulk
+
+UUID = "%08x-9c1e-4a7b-8d2f-%012x"
+ITEM = "rs_68c1f0a6d4e48190%032x"
+
+#: name: (runId format, part id format, providerMetadata format or None, delta type, how written);
+#: %-formats take the run's number
+SHAPES = {
+    "plain": (UUID, "txt-0", None, "text", "compact"),
+    "shared suffix": ("%08x-1111-2222-3333-444455556666", "txt-0", None, "text", "compact"),
+    "shared prefix": ("agent-run-2025-11-23-%06d", "txt-0", None, "text", "compact"),
+    "shared ends": ("aaaaaaaa-bbbb-cc%06dcc-dddd-eeeeeeeeeeee", "txt-0", None, "text", "compact"),
+    "long ids": (UUID, ITEM + ":0", None, "reasoning", "compact"),
+    "providerMetadata": (UUID, "txt-0", '{"openai":{"itemId":"msg_%d"}}', "text", "compact"),
+    "providerMetadata, long ids": (UUID, ITEM + ":0", '{"openai":{"itemId":"' + ITEM + '"}}', "reasoning",
+                                   "compact"),
+    "other key order": (UUID, "txt-0", None, "text", "sorted"),
+    "white space": (UUID, "txt-0", None, "text", "spaced"),
+}
+GENERAL = {"other key order", "white space"}    # not the loop's: shown, not checked
+
+
+def _run_id(fmt: str, r: int) -> str:
+    return fmt % ((r * 2654435761 % 2**32, r) if fmt == UUID else r)
+
+
+def make_log(shape: str, runs: int, deltas: int) -> tuple[bytes, dict, list]:
+    """The log, each run's expected text, and each line's delta text."""
+    run_fmt, id_fmt, pm_fmt, kind, how = SHAPES[shape]
+    lines, texts, want = [], [], {}
+    for k in range(deltas):
+        for r in range(runs):
+            rid = _run_id(run_fmt, r)
+            payload = {"id": id_fmt % r if "%" in id_fmt else id_fmt}
+            if pm_fmt is not None:
+                payload["providerMetadata"] = json.loads(pm_fmt % r)
+            payload["text"] = text = " w%d é" % k
+            d = {"type": kind + "-delta", "runId": rid, "from": "AGENT", "payload": payload}
+            if how == "sorted":
+                line = json.dumps(d, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+            else:
+                line = json.dumps(d, ensure_ascii=False, separators=(", ", ": ") if how == "spaced" else (",", ":"))
+            lines.append(line)
+            texts.append(text)
+            want[rid] = want.get(rid, "") + text
+    return ("\n".join(lines) + "\n").encode(), want, texts
+
+
+def check(shape: str, data: bytes, want: dict, texts: list) -> None:
+    reasoning = SHAPES[shape][3] == "reasoning"
+    got = {r.run_id: (r.reasoning_text if reasoning else r.text) for r in chunkcodec.accumulate(data)}
+    if got != want:
+        raise SystemExit(f"{shape}: accumulate() gave other texts")
+    ix = bulk.scan(data, workers=1)
+    if len(ix) != len(texts) or any(ix.text(i) != t for i, t in enumerate(texts)):
+        raise SystemExit(f"{shape}: bulk.scan gave other frames or texts")
+
+
+def best(fn, data: bytes, repeat: int) -> float:
+    t = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn(data)
+        t = min(t, time.perf_counter() - t0)
+    return t
+
+
+def main(argv: list | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=40)
+    ap.add_argument("--deltas", type=int, default=300)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--check", type=float, default=None, metavar="R")
+    args = ap.parse_args(argv)
+    n = args.runs * args.deltas
+    rows, bad = [], []
+    for shape in SHAPES:
+        data, want, texts = make_log(shape, args.runs, args.deltas)
+        check(shape, data, want, texts)
+        acc = best(chunkcodec.accumulate, data, args.repeat) / n * 1e9
+        scan = best(lambda d: bulk.scan(d, workers=1), data, args.repeat) / n * 1e9
+        rows.append((shape, len(data) / n, acc, scan))
+    acc0, scan0 = rows[0][2], rows[0][3]
+    print(f"{args.runs} runs interleaved delta by delta, {args.deltas} deltas each, NDJSON; "
+          f"best of {args.repeat}")
+    print(f"{'shape':28} {'bytes/delta':>11} {'accumulate ns':>13} {'x plain':>7} {'scan ns':>8} {'x plain':>7}")
+    for shape, size, acc, scan in rows:
+        note = "  (general path)" if shape in GENERAL else ""
+        print(f"{shape:28} {size:11.0f} {acc:13.0f} {acc / acc0:7.2f} {scan:8.0f} {scan / scan0:7.2f}{note}")
+        if args.check is not None and shape not in GENERAL and acc / acc0 > args.check:
+            bad.append(f"{shape}: accumulate {acc / acc0:.2f}x plain")
+        if args.check is not None and shape not in GENERAL and scan / scan0 > args.check:
+            bad.append(f"{shape}: scan {scan / scan0:.2f}x plain")
+    for b in bad:
+        print("over --check:", b)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
