@@ -12,7 +12,7 @@ them ({"type","runId","from","payload":{"id","providerMetadata"?,"text"}}, compa
   first bytes, their last bytes or a few bytes in the middle;
 - long ids: OpenAI's item ids (rs_ and 48 hex digits) as the part id;
 - providerMetadata: every delta carrying {"openai":{"itemId":...}}, with short and with long ids
-  (OpenAI tags each reasoning delta so);
+  (providers that tag each delta, with an item id or a signature, send it on all of them);
 - other key order, white space: frames the delta loop leaves to the general path, shown for what
   that costs (they are not checked).
 
