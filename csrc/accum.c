@@ -195,17 +195,22 @@ int cc_fast_avx2(void) {
 #endif
 }
 
-/* A delta whose providerMetadata its route does not hold: read for the caller (CC_ACC_PM_DELTA). */
-CC_INLINE void pm_stop(cc_accum_stop *st, const fast_delta_t *fd, size_t skip, size_t next) {
-    st->event = CC_ACC_PM_DELTA;
+/* A frame read for the caller: the event, where the next frame starts, its runId, from and key. */
+CC_INLINE void event_stop(cc_accum_stop *st, int event, const fast_delta_t *fd, size_t next) {
+    st->event = event;
     st->event_bytes = next;
-    st->type = fd->type;
     st->run = fd->run;
     st->run_len = fd->run_len;
     st->from = fd->from;
     st->from_len = fd->from_len;
     st->key = fd->key;
     st->key_len = fd->key_len;
+}
+
+/* A delta whose providerMetadata its route does not hold: read for the caller (CC_ACC_PM_DELTA). */
+CC_INLINE void pm_stop(cc_accum_stop *st, const fast_delta_t *fd, size_t skip, size_t next) {
+    event_stop(st, CC_ACC_PM_DELTA, fd, next);
+    st->type = fd->type;
     st->text = fd->text;
     st->text_len = fd->text_len;
     st->pm = fd->pm;
@@ -240,14 +245,7 @@ CC_INLINE size_t accum_deltas(int framing, const char *buf, size_t len, size_t m
             next++;
         }
         if (fd.type >= FAST_TEXT_START) {            /* for the caller, without a decode */
-            st->event = fd.type;                     /* (the same codes: see the assert above) */
-            st->event_bytes = next;
-            st->run = fd.run;
-            st->run_len = fd.run_len;
-            st->from = fd.from;
-            st->from_len = fd.from_len;
-            st->key = fd.key;
-            st->key_len = fd.key_len;
+            event_stop(st, fd.type, &fd, next);      /* (the same codes: see the assert above) */
             break;
         }
         ptrdiff_t i = -1;

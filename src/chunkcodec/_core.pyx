@@ -914,7 +914,6 @@ cdef class StreamDecoder:
         part's next deltas carrying the same ones stay in the loop.  Ids with escapes, or a value
         msgspec refuses after all, go the general way."""
         cdef cc_str_t text
-        cdef Py_ssize_t slot
         cdef tuple r
         if memchr(st.run, b'\\', st.run_len) != NULL or memchr(st.from_, b'\\', st.from_len) != NULL or \
                 memchr(st.key, b'\\', st.key_len) != NULL:
@@ -934,12 +933,8 @@ cdef class StreamDecoder:
         key = self._cached_utf8(st.key, st.key_len, CC_F_ID)
         buf, owner = self._sink._route_pm(st.type, run_id, from_, key, pm)
         r = (buf, self._sink._current)
-        slot = cc_route_put(self._routes, st.type, st.run, st.run_len, st.key, st.key_len, &(<DeltaBuf>buf).d,
-                            0, st.pm, st.pm_len)
-        if slot >= 0:
-            self._rkeep[slot] = r
-            if self._routes.evicted and self._routes.bits < CC_ROUTE_BITS_MAX:
-                self._grow_routes()
+        self._keep_route(cc_route_put(self._routes, st.type, st.run, st.run_len, st.key, st.key_len,
+                                      &(<DeltaBuf>buf).d, 0, st.pm, st.pm_len), r)
         self._cur_run = r[1]
         text.p = st.text
         text.len = st.text_len
@@ -972,14 +967,20 @@ cdef class StreamDecoder:
             slot = cc_route_put(self._routes, h.type, run.p, run.len, key.p, key.len, &(<DeltaBuf>r[0]).d,
                                 tool and not r[1].name, NULL, 0)
             r = (r[0], r[2])
-            if slot >= 0:
-                self._rkeep[slot] = r
-                if self._routes.evicted and self._routes.bits < CC_ROUTE_BITS_MAX:
-                    self._grow_routes()
+            self._keep_route(slot, r)
         if r[1] is not self._cur_run:
             self._sink._current = r[1]
             self._cur_run = r[1]
         (<DeltaBuf>r[0]).append_str(body)
+        return 0
+
+    cdef int _keep_route(self, Py_ssize_t slot, tuple r) except -1:
+        """A route just stored in slot (-1: not stored): keep what it leads to, (buffer, run),
+        alive beside it, and grow the table if a live route made way for it."""
+        if slot >= 0:
+            self._rkeep[slot] = r
+            if self._routes.evicted and self._routes.bits < CC_ROUTE_BITS_MAX:
+                self._grow_routes()
         return 0
 
     cdef int _grow_routes(self) except -1:
