@@ -214,8 +214,10 @@ static int top_level(const char *p, size_t n, const char **tp, size_t *tn, const
     }
 }
 
-/* p[i] is '{': the index of the value of member `key` (the first one), or 0. */
+/* p[i] is '{': the index of the value of member `key` (of a key given twice, the last one: the
+ * value a decoder takes), or 0. */
 static size_t member(const char *p, size_t i, size_t n, const char *key, size_t kl) {
+    size_t last = 0;
     i++;
     for (;;) {
         i = skip_ws(p, i, n);
@@ -228,12 +230,13 @@ static size_t member(const char *p, size_t i, size_t n, const char *key, size_t 
         if (i >= n || p[i] != ':') return 0;
         i = skip_ws(p, i + 1, n);
         if (i >= n) return 0;
-        if (hit) return i;
+        if (hit) last = i;
         if (p[i] == '"') i = skip_str(p, i + 1, n);
         else if (p[i] == '{' || p[i] == '[') i = skip_container(p, i, n);
         else while (i < n && p[i] != ',' && p[i] != '}') i++;
         if (!i) return 0;
         i = skip_ws(p, i, n);
+        if (i < n && p[i] == '}') return last;
         if (i >= n || p[i] != ',') return 0;
         i++;
     }

@@ -92,7 +92,8 @@ def _tricky_deltas():
     out += [base.replace(b'"a"', b'"' + b"x" * 3000 + b'"'), base + b" ", base.replace(b',"from":"AGENT"', b""),
             base.replace(b'"r"', b'"r\\u0041"'), base[:-1] + b',"x":[1,2.5e3,true,null]}', base + b"}", base[:-1],
             base.replace(b'"a"', b'"a\xff"'), base.replace(b'"a"', b'"a\xc3"'), base.replace(b'"a"', b'"\xed\xa0\x80"'),
-            base.replace(b'{"id"', b'{ "id"'), base.replace(b'"a"}', b'"a","x":01}'), base.replace(b'"a"}', b'"a","x":tru}')]
+            base.replace(b'{"id"', b'{ "id"'), base.replace(b'"a"}', b'"a","x":01}'), base.replace(b'"a"}', b'"a","x":tru}'),
+            base.replace(b'"a"}', b'"a","text":"b"}'), base.replace(b'"payload"', b'"payload":{"text":"z"},"payload"')]
     # providerMetadata before the text, as Mastra writes it: taken by the fast path when msgspec
     # would decode it, and with a long OpenAI-style id (a head kept out of line).  (Not a value
     # of another type than an object: the index checks JSON, not the chunk's schema.)
