@@ -207,14 +207,18 @@ CC_INLINE void event_stop(cc_accum_stop *st, int event, const fast_delta_t *fd, 
     st->key_len = fd->key_len;
 }
 
-/* A delta whose providerMetadata its route does not hold: read for the caller (CC_ACC_PM_DELTA). */
-CC_INLINE void pm_stop(cc_accum_stop *st, const fast_delta_t *fd, size_t skip, size_t next) {
-    event_stop(st, CC_ACC_PM_DELTA, fd, next);
+/* A delta read for the caller to route: one whose providerMetadata its route does not hold
+ * (CC_ACC_PM_DELTA), or one with keys the general path's scanner does not know and no route
+ * (CC_ACC_NEW_ROUTE). */
+CC_INLINE void delta_stop(cc_accum_stop *st, int event, const fast_delta_t *fd, size_t skip, size_t next) {
+    event_stop(st, event, fd, next);
     st->type = fd->type;
     st->text = fd->text;
     st->text_len = fd->text_len;
     st->pm = fd->pm;
     st->pm_len = fd->pm_len;
+    st->name = fd->name;
+    st->name_len = fd->name_len;
     st->frame_off = skip;
     st->frame_len = fd->len;
 }
@@ -235,7 +239,9 @@ CC_INLINE size_t accum_deltas(int framing, const char *buf, size_t len, size_t m
         if (skip ? !(p[skip] == '{' && memcmp(p, "data: ", 6) == 0) : p[0] != '{') break;
         fast_delta_t fd;
         if (!fast_delta_kept(&t->heads, p + skip, len - done - skip, sep, &fd, avx2)) {
-            if (!fast_delta_isa(p + skip, len - done - skip, sep, &fd, avx2)) break;
+            if (!fast_delta_isa(p + skip, len - done - skip, sep, &fd, avx2) &&
+                !fast_delta_other(&t->heads, p + skip, len - done - skip, sep, &fd, avx2))
+                break;
             head_keep(&t->heads, p + skip, &fd);
         }
         if (skip + fd.len > max_frame) break;
@@ -260,10 +266,14 @@ CC_INLINE size_t accum_deltas(int framing, const char *buf, size_t len, size_t m
             }
         }
         if (fd.pm && (i < 0 || t->slot[i].pm_len != fd.pm_len || !same(route_pm(&t->slot[i]), fd.pm, fd.pm_len))) {
-            pm_stop(st, &fd, skip, next);            /* the part takes this providerMetadata */
+            delta_stop(st, CC_ACC_PM_DELTA, &fd, skip, next);   /* the part takes this providerMetadata */
             break;
         }
-        if (i < 0) break;
+        if (i < 0) {
+            /* (a frame the general path would decode whole, and store no route for) */
+            if (fd.extra) delta_stop(st, CC_ACC_NEW_ROUTE, &fd, skip, next);
+            break;
+        }
         if (!dbuf_append(t->slot[i].buf, fd.text, fd.text_len, fd.escaped)) {
             st->full = i;
             st->need = fd.text_len;

@@ -503,8 +503,11 @@ CC_INLINE ptrdiff_t bulk_scan(int framing, const char *buf, size_t len, int fina
             if (skip ? !(p[skip] == '{' && memcmp(p, "data: ", 6) == 0) : p[0] != '{') break;
             fast_delta_t fd;
             if (!fast_delta_kept(runs->heads, p + skip, len - done - skip, sep, &fd, avx2)) {
-                if (!fast_delta_isa(p + skip, len - done - skip, sep, &fd, avx2) || fd.type > CC_HOT_TOOL_CALL_DELTA)
+                if (fast_delta_isa(p + skip, len - done - skip, sep, &fd, avx2)) {
+                    if (fd.type > CC_HOT_TOOL_CALL_DELTA) break;
+                } else if (!fast_delta_other(runs->heads, p + skip, len - done - skip, sep, &fd, avx2)) {
                     break;
+                }
                 head_keep(runs->heads, p + skip, &fd);
             }
             size_t next = skip + fd.len + 1;

@@ -175,6 +175,9 @@ typedef struct fast_delta_t {
     size_t run_len, from_len, key_len, text_len; /* (the strings still escaped, between their quotes) */
     const char *pm;                    /* a text or reasoning delta's providerMetadata object, or NULL */
     size_t pm_len;
+    const char *name;                  /* a tool-call-delta's toolName (has_name), or NULL */
+    size_t name_len;
+    int extra;                         /* it holds keys the chunk's schema does not know (fast_delta_other) */
     cc_prefix *head;                   /* the frame's kept head (see below), or NULL */
 } fast_delta_t;
 
@@ -305,6 +308,9 @@ CC_INLINE int fast_delta_isa(const char *p, size_t avail, char sep, fast_delta_t
     out->run_len = x - rs;
     out->pm = NULL;
     out->pm_len = 0;
+    out->name = NULL;
+    out->name_len = 0;
+    out->extra = 0;
     if (!lit_str(fp, &x, "\",\"from\":\"", 10, &s)) return 0;
     out->from = p + s;
     out->from_len = x - s;
@@ -347,12 +353,29 @@ CC_INLINE int fast_delta_isa(const char *p, size_t avail, char sep, fast_delta_t
         out->key = p + s;
         out->key_len = x - s;
         out->has_name = fr.e - x != 3;
-        if (out->has_name && !lit_str(fp, &x, "\",\"toolName\":\"", 14, &s)) return 0;
+        if (out->has_name) {
+            if (!lit_str(fp, &x, "\",\"toolName\":\"", 14, &s)) return 0;
+            out->name = p + s;
+            out->name_len = x - s;
+        }
     }
     if (fr.e - x != 3 || !same(p + x, "\"}}", 3)) return 0;
     out->len = fr.e;
     out->escaped = nb > 0;
+    out->head = NULL;
     return 1;
+}
+
+/* The first string quote at or after x of a frame read by read_frame from its first byte, or 0. */
+CC_INLINE size_t quote_from(const fast_frame *f, size_t x) {
+    size_t b = x >> 6;
+    if (b >= f->nblk) return 0;
+    uint64_t m = f->q[b] & (~0ull << (x & 63));
+    while (!m) {
+        if (++b >= f->nblk) return 0;
+        m = f->q[b];
+    }
+    return (b << 6) + ctz64(m);
 }
 
 /* ---- Kept heads (cc_prefix in accum.h) ------------------------------------------------------
@@ -395,7 +418,7 @@ CC_INLINE cc_prefix *head_find(cc_prefix_cache *c, const char *p, size_t avail, 
     cc_prefix *e = &c->slot[2 * head_set(c, p)];
     uint64_t w = load64(p + 30);
     for (int i = 0; i < 2; i++, e++) {
-        if (!e->len || avail <= e->len + 3u || load64(e->head + 30) != w) continue;
+        if (!e->len || e->tail_len || avail <= e->len + 3u || load64(e->head + 30) != w) continue;
         const char *hb = e->ext ? e->ext : e->head;
 #if FAST_HAVE_AVX2
         if (avx2 ? same_avx2(p, hb, e->len) : same(p, hb, e->len)) return e;
@@ -406,38 +429,102 @@ CC_INLINE cc_prefix *head_find(cc_prefix_cache *c, const char *p, size_t avail, 
     return NULL;
 }
 
-/* After fast_delta_isa took the frame at p: keep its head, if it is a text-delta or a
- * reasoning-delta whose head holds no backslash and fits. */
-CC_INLINE void head_keep(cc_prefix_cache *c, const char *p, fast_delta_t *fd) {
-    size_t k = (size_t)(fd->text - p);
-    fd->head = NULL;
-    if ((fd->type != CC_HOT_TEXT_DELTA && fd->type != CC_HOT_REASONING_DELTA) || k > CC_PREFIX_MAX || k < HEAD_MIN ||
-        memchr(p, '\\', k) != NULL)
-        return;
+/* Kept templates.  A frame fast_delta_other reads in another shape, whose text is not the last of
+ * it (sorted keys: {"from","payload":{"id","text"},"runId","type"}), is kept as a template: its head
+ * (the bytes before the text) and its tail (from the text's closing quote to the end).  A frame
+ * that ends with a kept tail and starts with its head, with no quote between them but the text's
+ * closing one, is that frame with another text: fast_delta_other takes it without walking its
+ * keys (it has read and checked the whole frame first: the escapes and UTF-8 of the text).  The
+ * set of a template is the hash of the frame's last TAIL_HASH bytes, where the runId and type are
+ * in sorted order (so a tail shorter than that is not kept: the text would be in them); it shares
+ * the cache with the kept heads (tail_len tells them apart).  A field in the tail is found from
+ * the frame's end: its offset is FROM_END | the bytes from it to the end. */
+#define TAIL_MIN 64
+#define TAIL_HASH 32
+#define FROM_END 0x8000u
+CC_INLINE size_t tail_set(const cc_prefix_cache *c, const char *end) {
+    return (size_t)(hash_fold(0, end - TAIL_HASH, TAIL_HASH) >> (64 - c->bits));
+}
+
+CC_INLINE const char *field_at(const char *p, uint16_t off, size_t e) {
+    return off & FROM_END ? p + e - (off & ~FROM_END) : p + off;
+}
+
+/* A slot of set `set` for a head of n bytes (the older one, or an empty one), its old bytes freed:
+ * NULL when out of memory for them. */
+CC_INLINE cc_prefix *slot_take(cc_prefix_cache *c, size_t set, size_t n) {
     char *ext = NULL;
-    if (k > CC_PREFIX_INLINE && !(ext = malloc(k))) return;
-    size_t set = head_set(c, p);
+    if (n > CC_PREFIX_INLINE && !(ext = malloc(n))) return NULL;
     cc_prefix *e = &c->slot[2 * set];
     if (e->len && (!e[1].len || c->older[set] == 1)) e++;
     c->older[set] = (uint8_t)(e == &c->slot[2 * set]);   /* the other one is older now */
     free(e->ext);
     e->ext = ext;
+    return e;
+}
+
+/* After fast_delta_isa or fast_delta_other read the frame at p (not from a kept head or
+ * template): keep it, if it is a text-delta or a reasoning-delta with a `from`, whose head (and
+ * tail) hold no backslash and fit.  As a head when its text is followed by `"}}` alone (always so
+ * in Mastra's shape; in another, the text is then the last key of the payload and the payload the
+ * last of the frame, so that any frame with this head, a valid text and that ending has the keys
+ * this one has); else as a template. */
+CC_INLINE void head_keep(cc_prefix_cache *c, const char *p, fast_delta_t *fd) {
+    size_t k = (size_t)(fd->text - p), t = k + fd->text_len, n = fd->len - t, set;
+    if (fd->head || (fd->type != CC_HOT_TEXT_DELTA && fd->type != CC_HOT_REASONING_DELTA) || fd->from == NULL ||
+        memchr(p, '\\', k) != NULL)
+        return;
+    int head = n == 3 && same(p + t, "\"}}", 3);
+    if (head ? k > CC_PREFIX_MAX || k < HEAD_MIN
+             : k + n > CC_PREFIX_MAX || n < TAIL_HASH || fd->len < TAIL_MIN || memchr(p + t, '\\', n) != NULL)
+        return;
+    if (head) {
+        set = head_set(c, p);
+        n = 0;
+    } else {
+        set = tail_set(c, p + fd->len);
+    }
+    cc_prefix *e = slot_take(c, set, k + n);
+    if (!e) return;
     memcpy(e->head, p, k < CC_PREFIX_INLINE ? k : CC_PREFIX_INLINE);
-    if (ext) memcpy(ext, p, k);
+    if (e->ext) {
+        memcpy(e->ext, p, k);
+        memcpy(e->ext + k, p + t, n);
+    } else {
+        memcpy(e->head + k, p + t, n);
+    }
     e->len = (uint16_t)k;
+    e->tail_len = (uint16_t)n;
     e->type = (uint8_t)fd->type;
-    e->run_off = (uint16_t)(fd->run - p);
+    e->extra = (uint8_t)fd->extra;
+#define OFF(f) ((uint16_t)((size_t)((f) - p) < k ? (size_t)((f) - p) : (FROM_END | (fd->len - (size_t)((f) - p)))))
+    e->run_off = OFF(fd->run);
+    e->from_off = OFF(fd->from);
+    e->key_off = OFF(fd->key);
+    e->pm_off = fd->pm ? OFF(fd->pm) : 0;
+#undef OFF
     e->run_len = (uint16_t)fd->run_len;
-    e->from_off = (uint16_t)(fd->from - p);
     e->from_len = (uint16_t)fd->from_len;
-    e->key_off = (uint16_t)(fd->key - p);
     e->key_len = (uint16_t)fd->key_len;
-    e->pm_off = (uint16_t)(fd->pm ? fd->pm - p : 0);
     e->pm_len = (uint16_t)fd->pm_len;
     e->run_idx = -1;
     e->route = 0;
     e->stamp = 0;
     fd->head = e;
+}
+
+/* The kept template the frame read into f is, or NULL. */
+CC_INLINE cc_prefix *tail_find(cc_prefix_cache *c, const char *p, const fast_frame *f) {
+    size_t e = f->e;
+    if (e < TAIL_MIN) return NULL;
+    cc_prefix *t = &c->slot[2 * tail_set(c, p + e)];
+    for (int i = 0; i < 2; i++, t++) {
+        size_t k = t->len, n = t->tail_len;
+        if (!n || k + n > e) continue;
+        const char *b = t->ext ? t->ext : t->head;
+        if (same(b + k, p + e - n, n) && same(b, p, k) && quote_from(f, k) == e - n) return t;
+    }
+    return NULL;
 }
 
 /* fast_delta_isa for a frame whose head is kept: 1 with *out filled, 0 for "read it in full". */
@@ -467,9 +554,185 @@ CC_INLINE int fast_delta_kept(cc_prefix_cache *c, const char *p, size_t avail, c
     out->key_len = e->key_len;
     out->pm = e->pm_len ? p + e->pm_off : NULL;
     out->pm_len = e->pm_len;
+    out->name = NULL;
+    out->name_len = 0;
+    out->extra = e->extra;
     out->text = p + k;
     out->text_len = t - k;
     out->head = e;
+    return 1;
+}
+
+/* The delta types, each with its closing quote, as they follow `"type":"`: 1 when p[0..n) starts
+ * with one of them. */
+CC_INLINE int delta_type_at(const char *p, size_t n) {
+    return (n >= 11 && same(p, "text-delta\"", 11)) || (n >= 16 && same(p, "reasoning-delta\"", 16)) ||
+           (n >= 16 && same(p, "tool-call-delta\"", 16));
+}
+
+/* The keys of a delta frame, as the general path's scanner (cc_scan_hot) knows them, and its
+ * payload's providerMetadata (as fast_delta_isa reads it): a bit each in `seen`, with the span of
+ * each value. */
+enum { OK_TYPE, OK_RUN, OK_FROM, OK_PAYLOAD, OK_ID, OK_TEXT, OK_ARGS, OK_CALL, OK_NAME, OK_PM, OK_COUNT };
+enum { OK_REFUSE = -2, OK_UNKNOWN = -1 };
+typedef struct other_keys {
+    unsigned seen;
+    int extra;                         /* keys skipped as unknown */
+    size_t s[OK_COUNT], n[OK_COUNT];
+} other_keys;
+
+/* A key of the frame (top) or of its payload: its slot; OK_REFUSE for one the delta chunks'
+ * schema declares that this reader does not read (metadata: the general path decodes and checks
+ * it), OK_UNKNOWN for one it does not declare (ignored by the decoder, and by accumulation). */
+CC_INLINE int other_key(const char *k, size_t n, int top) {
+    if (top) {
+        if (n == 4) return same(k, "type", 4) ? OK_TYPE : same(k, "from", 4) ? OK_FROM : OK_UNKNOWN;
+        if (n == 5) return same(k, "runId", 5) ? OK_RUN : OK_UNKNOWN;
+        if (n == 7) return same(k, "payload", 7) ? OK_PAYLOAD : OK_UNKNOWN;
+        if (n == 8) return same(k, "metadata", 8) ? OK_REFUSE : OK_UNKNOWN;
+        return OK_UNKNOWN;
+    }
+    if (n == 2) return same(k, "id", 2) ? OK_ID : OK_UNKNOWN;
+    if (n == 4) return same(k, "text", 4) ? OK_TEXT : OK_UNKNOWN;
+    if (n == 8) return same(k, "toolName", 8) ? OK_NAME : OK_UNKNOWN;
+    if (n == 10) return same(k, "toolCallId", 10) ? OK_CALL : OK_UNKNOWN;
+    if (n == 13) return same(k, "argsTextDelta", 13) ? OK_ARGS : OK_UNKNOWN;
+    if (n == 16) return same(k, "providerMetadata", 16) ? OK_PM : OK_UNKNOWN;
+    return OK_UNKNOWN;
+}
+
+CC_INLINE size_t spaces(const char *p, size_t x, size_t e) {
+    while (x < e && p[x] == ' ') x++;
+    return x;
+}
+
+/* The object at p[x] == '{' of a frame read by read_frame (its strings' quotes known, its escapes
+ * and UTF-8 checked), as cc_scan_hot's scan_object reads it -- keys it knows once each, string
+ * values, the frame's payload an object of them; white space is spaces (any other is a control
+ * byte, which ended the frame) -- but for the payload's providerMetadata, an object, and the keys
+ * that other_key calls unknown, any value: both checked as msgspec would check them
+ * (cc_skip_value).  The offset past its '}', or 0. */
+static size_t other_object(const fast_frame *f, size_t x, int top, other_keys *k) {
+    const char *p = f->p;
+    size_t e = f->e, q;
+    x = spaces(p, x + 1, e);
+    if (x < e && p[x] == '}') return x + 1;
+    for (;;) {
+        if (x >= e || p[x] != '"' || !(q = quote_from(f, x + 1))) return 0;
+        int slot = other_key(p + x + 1, q - x - 1, top);
+        if (slot == OK_REFUSE || (slot >= 0 && (k->seen >> slot & 1))) return 0;   /* (a duplicate) */
+        if (slot >= 0) k->seen |= 1u << slot;
+        x = spaces(p, q + 1, e);
+        if (x >= e || p[x] != ':') return 0;
+        x = spaces(p, x + 1, e);
+        if (x >= e) return 0;
+        if (slot == OK_UNKNOWN || slot == OK_PM) {
+            size_t l = slot == OK_PM ? cc_skip_object(p + x, e - x) : cc_skip_value(p + x, e - x);
+            if (!l) return 0;
+            if (slot == OK_PM) {
+                k->s[OK_PM] = x;
+                k->n[OK_PM] = l;
+            } else {
+                k->extra = 1;
+            }
+            x += l;
+        } else if (slot == OK_PAYLOAD) {
+            if (p[x] != '{' || !(x = other_object(f, x, 0, k))) return 0;
+        } else {
+            if (p[x] != '"' || !(q = quote_from(f, x + 1))) return 0;
+            if (slot == OK_TYPE && !delta_type_at(p + x + 1, e - x - 1)) return 0;   /* (not a delta: done) */
+            k->s[slot] = x + 1;
+            k->n[slot] = q - x - 1;
+            x = q + 1;
+        }
+        x = spaces(p, x, e);
+        if (x >= e) return 0;
+        if (p[x] == '}') return x + 1;
+        if (p[x] != ',') return 0;
+        x = spaces(p, x + 1, e);
+    }
+}
+
+/* A delta frame in a shape other than Mastra's -- keys in another order, spaces between the
+ * tokens (a log written again by Python's json.dumps, with sort_keys or its default ", " and
+ * ": ") -- that fast_delta_isa left: read as it reads a frame (read_frame: the same limits,
+ * escapes and UTF-8 checked), then walked as the general path's scanner, cc_scan_hot, walks it.
+ * So it is taken only when that path would take it as a hot delta, with the same spans (a delta
+ * without a runId, white space around the object, providerMetadata or any other key are left to
+ * it).  Frames that start as Mastra's do with another type (fast_delta_isa has looked at them: a
+ * finish frame may be megabytes) are refused from their type, before anything is read. */
+CC_INLINE int fast_delta_other(cc_prefix_cache *c, const char *p, size_t avail, char sep, fast_delta_t *out,
+                               int avx2) {
+    fast_frame fr;
+    other_keys k;
+    cc_prefix *kt;
+    int nb;
+    if (avail < 40 || p[0] != '{') return 0;
+    if (same(p + 1, "\"type\":", 7)) {           /* the type first: look at it before reading */
+        size_t x = spaces(p, 8, 16);
+        if (p[x] != '"' || !delta_type_at(p + x + 1, avail - x - 1)) return 0;
+    }
+    fr.p = p;
+    if (!read_frame(p, 0, avail, sep, &fr, &nb, avx2)) return 0;
+    if ((kt = tail_find(c, p, &fr)) != NULL) {  /* a kept template: its keys are known */
+        size_t e = fr.e;
+        out->len = e;
+        out->type = kt->type;
+        out->escaped = nb > 0;
+        out->has_name = 0;
+        out->run = field_at(p, kt->run_off, e);
+        out->run_len = kt->run_len;
+        out->from = field_at(p, kt->from_off, e);
+        out->from_len = kt->from_len;
+        out->key = field_at(p, kt->key_off, e);
+        out->key_len = kt->key_len;
+        out->pm = kt->pm_len ? field_at(p, kt->pm_off, e) : NULL;
+        out->pm_len = kt->pm_len;
+        out->name = NULL;
+        out->name_len = 0;
+        out->extra = kt->extra;
+        out->text = p + kt->len;
+        out->text_len = e - kt->tail_len - kt->len;
+        out->head = kt;
+        return 1;
+    }
+    k.seen = 0;
+    k.extra = 0;
+    if (other_object(&fr, 0, 1, &k) != fr.e) return 0;
+    const unsigned need = 1u << OK_TYPE | 1u << OK_RUN | 1u << OK_PAYLOAD;
+    const unsigned text_keys = 1u << OK_ID | 1u << OK_TEXT, tool_keys = 1u << OK_ARGS | 1u << OK_CALL;
+    unsigned payload = k.seen & ~(need | 1u << OK_FROM), pm = k.seen & 1u << OK_PM;
+    const char *t = p + k.s[OK_TYPE];
+    size_t tn = k.n[OK_TYPE];
+    if ((k.seen & need) != need) return 0;
+    if (tn == 10 && same(t, "text-delta", 10) && (payload | pm) == (text_keys | pm)) {
+        out->type = CC_HOT_TEXT_DELTA;
+    } else if (tn == 15 && same(t, "reasoning-delta", 15) && (payload | pm) == (text_keys | pm)) {
+        out->type = CC_HOT_REASONING_DELTA;
+    } else if (tn == 15 && same(t, "tool-call-delta", 15) &&
+               (payload == tool_keys || payload == (tool_keys | 1u << OK_NAME))) {
+        out->type = CC_HOT_TOOL_CALL_DELTA;
+    } else {
+        return 0;
+    }
+    int tool = out->type == CC_HOT_TOOL_CALL_DELTA, key = tool ? OK_CALL : OK_ID, text = tool ? OK_ARGS : OK_TEXT;
+    out->len = fr.e;
+    out->escaped = nb > 0;
+    out->has_name = (k.seen >> OK_NAME) & 1;
+    out->run = p + k.s[OK_RUN];
+    out->run_len = k.n[OK_RUN];
+    out->from = (k.seen >> OK_FROM & 1) ? p + k.s[OK_FROM] : NULL;
+    out->from_len = (k.seen >> OK_FROM & 1) ? k.n[OK_FROM] : 0;
+    out->key = p + k.s[key];
+    out->key_len = k.n[key];
+    out->text = p + k.s[text];
+    out->text_len = k.n[text];
+    out->pm = pm ? p + k.s[OK_PM] : NULL;
+    out->pm_len = pm ? k.n[OK_PM] : 0;
+    out->name = out->has_name ? p + k.s[OK_NAME] : NULL;
+    out->name_len = out->has_name ? k.n[OK_NAME] : 0;
+    out->extra = k.extra;
+    out->head = NULL;
     return 1;
 }
 

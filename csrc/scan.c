@@ -720,9 +720,12 @@ static size_t skip_value(const unsigned char *p, size_t i, size_t n, int depth, 
 }
 
 size_t cc_skip_object(const char *p, size_t n) {
+    return n && p[0] == '{' ? cc_skip_value(p, n) : 0;
+}
+
+size_t cc_skip_value(const char *p, size_t n) {
     int big = 0;
-    if (n == 0 || p[0] != '{') return 0;
-    size_t e = skip_container((const unsigned char *)p, 0, n, 0, &big);
+    size_t e = skip_value((const unsigned char *)p, 0, n, 0, &big);
     return big ? 0 : e;
 }
 

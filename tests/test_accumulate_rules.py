@@ -478,7 +478,8 @@ def _random_delta_log(rng, n):
     general path: run ids too long for a stored route, escaped ids, tool deltas that name their
     tool late, ids reopened after text-end, providerMetadata (on deltas: repeated, changing,
     escaped, long, and values the loop leaves to the decoder), extra payload keys, other key
-    orders, frames near the size limit."""
+    orders and white space (json.dumps's defaults, sort_keys: the loops take the deltas among
+    them), frames near the size limit."""
     runs = ["r%d" % i for i in range(12)] + ["L" * 90, "L" * 170, "\\u0041bc", "é" * 30]
     lines = []
     for i in range(n):
@@ -517,12 +518,37 @@ def _random_delta_log(rng, n):
                 if rng.random() < 0.2:
                     p["providerMetadata"] = {"m": {"k": i}}
             d = {"type": kind, "runId": run, "from": "AGENT", "payload": p}
-        ln = json.dumps(d, ensure_ascii=False, separators=(",", ":"))
+        # Mastra's shape mostly; else as Python's json.dumps writes it (spaces, sorted keys), in
+        # another key order, or with a key the loops do not know
+        style = rng.random()
+        if style < 0.06:
+            ln = json.dumps(d, ensure_ascii=False)
+        elif style < 0.1:
+            ln = json.dumps(d, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+        elif style < 0.12:
+            ln = json.dumps(d, ensure_ascii=False, sort_keys=True)
+        else:
+            if style < 0.15:
+                d = dict(reversed(d.items()))
+            elif style < 0.18:
+                d["payload"] = dict(reversed(d["payload"].items()))
+            elif style < 0.19:
+                d["seq"] = i
+            elif style < 0.2:
+                del d["from"]
+            elif style < 0.21:
+                d["payload"].pop("id", None)          # (an error: a text or reasoning delta needs it)
+            ln = json.dumps(d, ensure_ascii=False, separators=(",", ":"))
+            if 0.21 <= style < 0.22:                  # a key twice
+                ln = ln.replace('"from":', '"from":"X","from":') if style < 0.215 else \
+                    ln.replace('{"type":', '{"runId":"r0","type":')
         # the text goes in as written above, escapes and all (json.dumps would double them)
         ln = ln.replace('"@"', '"' + text + '"').replace('"\\\\u0041bc"', '"\\u0041bc"')
         ln = ln.replace('"@PM@"', rng.choice(_DELTA_PMS))
         if rng.random() < 0.05:
-            ln = ln.replace('{"type"', '{ "type"')             # not the exact shape: general path
+            ln = ln.replace('{"type"', '{ "type"')             # not the exact shape: the other reader
+        elif rng.random() < 0.03:
+            ln = ln.replace('{"type"', '{\t"type"')            # a tab: the general path
         lines.append(ln.encode())
     return lines
 
@@ -798,6 +824,82 @@ def test_the_route_table_starts_small_and_grows_while_parts_are_open(both):
     assert outs[0]["r007"] == "".join("%d " % k for k in range(1, runs["r007"] + 1))
 
 
+def _loop_taken(both, data, answer):
+    """answer(acc) for an NDJSON log accumulated on both paths, the same on both; and how many of
+    its frames the native C delta loop appended itself."""
+    outs = []
+    for api in both:
+        acc = api.Accumulator("ndjson")
+        acc.feed(data)
+        if api is both[0]:
+            taken = acc._decoder._loop_frames
+        acc.close()
+        outs.append(answer(acc))
+    assert outs[0] == outs[1]
+    return outs, taken
+
+
+_JSON_DUMPS = {"spaced": dict(), "sorted": dict(sort_keys=True, separators=(",", ":")),
+               "sorted-spaced": dict(sort_keys=True), "ascii": dict(ensure_ascii=True, separators=(", ", ":")),
+               "unknown keys": dict(separators=(",", ":")), "providerMetadata, sorted": dict(sort_keys=True)}
+
+
+@pytest.mark.parametrize("shape", list(_JSON_DUMPS))
+def test_deltas_written_again_by_json_dumps_stay_in_the_delta_loop(both, shape):
+    """A log written again by Python (json.dumps: its default ", " and ": ", sort_keys, \\u
+    escapes), with keys the chunks' schema does not know (a log's sequence number and timestamp,
+    before the type, inside the payload), or with providerMetadata in another key order: the
+    native C loop takes its text, reasoning and tool-call deltas itself (once the accumulator has
+    routed each part), where it left every one of them to the general path before (3x slower, and
+    100x with unknown keys, which the typed decoder declares a subclass for); the runs are the
+    reference path's."""
+    chunks = []
+    for k in range(30):
+        for r in range(8):
+            run = "run-%d" % r
+            chunks.append({"type": "text-delta", "runId": run, "from": "AGENT",
+                           "payload": {"id": "txt-0", "text": "é%d \"q\"\n " % k}})
+            chunks.append({"type": "reasoning-delta", "runId": run, "from": "AGENT",
+                           "payload": {"id": "rs-0", "text": "%d😀 " % k}})
+            payload = {"argsTextDelta": '{"k":%d,' % k, "toolCallId": "call-%d" % r}
+            if k == 0:
+                payload["toolName"] = "w"
+            chunks.append({"type": "tool-call-delta", "runId": run, "from": "AGENT", "payload": payload})
+    if shape == "unknown keys":
+        chunks = [{"seq": i, **c, "ts": "2025-11-23T10:00:%02d" % (i % 60)} for i, c in enumerate(chunks)]
+        for c in chunks[::2]:
+            c["payload"]["x"] = {"y": [1, -2.5e3, None, True, "é"]}
+    if shape.startswith("providerMetadata"):
+        for i, c in enumerate(chunks):
+            if c["type"] != "tool-call-delta":
+                c["payload"]["providerMetadata"] = {"openai": {"itemId": "it-%d" % (i // 48)}}
+    data = b"".join(json.dumps(c, **_JSON_DUMPS[shape]).encode() + b"\n" for c in chunks)
+    outs, taken = _loop_taken(both, data, lambda acc: [msgspec.to_builtins(r) for r in acc.results().values()]
+                              + [{c: bytes(acc.buffer(c)) for c in ("call-0", "call-7")}])
+    assert outs[0][3]["text"] == "".join("é%d \"q\"\n " % k for k in range(30))
+    assert outs[0][3]["reasoning_text"] == "".join("%d😀 " % k for k in range(30))
+    assert outs[0][-1]["call-7"] == b"".join(b'{"k":%d,' % k for k in range(30))
+    # all but the first delta of each of the 24 parts (the accumulator routes it), and of each
+    # change of providerMetadata (15 a part), and a few while the route table grows
+    least = len(chunks) - 40 - (15 * 16 if shape.startswith("providerMetadata") else 0)
+    assert least <= taken <= len(chunks), taken
+
+
+def test_a_part_reopened_with_unknown_keys_stays_in_the_delta_loop(both):
+    """Deltas carrying a key the schema does not know, the same on every line (a proxy's tag): the
+    loop keeps their head, and when the part is closed and its id reopened, the first delta of the
+    new part (a kept head, no live route) is routed for the loop too, not left to the general
+    path, which would decode every later delta whole."""
+    def delta(k):
+        return (b'{"src":"proxy-1","type":"text-delta","runId":"r","from":"AGENT",'
+                b'"payload":{"id":"t","text":"%d "}}\n' % k)
+    end = line("text-end", {"type": "text-end", "id": "t"}, run="r") + b"\n"
+    data = b"".join(delta(k) for k in range(20)) + end + b"".join(delta(k) for k in range(20, 40))
+    outs, taken = _loop_taken(both, data, lambda acc: msgspec.to_builtins(acc.result()))
+    assert [p["text"] for p in outs[0]["parts"]] == ["".join("%d " % k for k in range(a, a + 20)) for a in (0, 20)]
+    assert taken == 38, taken
+
+
 @pytest.mark.parametrize("ids", ["%08x-1111-2222-3333-444455556666", "aaaaaaaa-bbbb-cccc-dddd-%012d",
                                  "agent-run-2025-11-23-%06d", "r%d"])
 def test_interleaved_runs_keep_their_routes_whatever_their_ids_share(both, ids):
@@ -828,10 +930,11 @@ def test_interleaved_runs_keep_their_routes_whatever_their_ids_share(both, ids):
     assert 40 <= len(calls) <= 80, len(calls)
 
 
-def _pm_delta(kind, rid, id_, pm, text, spaced=False):
+def _pm_delta(kind, rid, id_, pm, text, general=False):
     ln = ('{"type":"%s-delta","runId":"%s","from":"AGENT","payload":{"id":"%s","providerMetadata":%s,"text":"%s"}}'
           % (kind, rid, id_, pm, text))
-    return (ln.replace('{"type"', '{ "type"') if spaced else ln).encode() + b"\n"
+    # (general: a tab for white space, which the delta loops leave to the general path)
+    return (ln.replace('{"type"', '{\t"type"') if general else ln).encode() + b"\n"
 
 
 def test_deltas_carrying_provider_metadata_stay_in_the_delta_loop(both):
@@ -875,12 +978,12 @@ def test_deltas_carrying_provider_metadata_stay_in_the_delta_loop(both):
 
 def test_provider_metadata_set_on_another_path_is_not_overlooked_by_the_delta_loop(both):
     """The loop compares a delta's providerMetadata with the bytes its route stored; a part that
-    took other providerMetadata meanwhile through a frame the loop does not read (here: another key
-    order, decoded whole) must not keep it when a delta brings the stored bytes back."""
+    took other providerMetadata meanwhile through a frame the loop does not read (here: a tab for
+    white space, decoded whole) must not keep it when a delta brings the stored bytes back."""
     a, b = '{"p":{"v":"A"}}', '{"p":{"v":"B"}}'
     data = (_pm_delta("text", "r", "t", a, "1") + _pm_delta("text", "r", "t", a, "2")
-            + _pm_delta("text", "r", "t", b, "3", spaced=True) + _pm_delta("text", "r", "t", a, "4")
-            + _pm_delta("reasoning", "r", "x", a, "5") + _pm_delta("reasoning", "r", "x", b, "6", spaced=True)
+            + _pm_delta("text", "r", "t", b, "3", general=True) + _pm_delta("text", "r", "t", a, "4")
+            + _pm_delta("reasoning", "r", "x", a, "5") + _pm_delta("reasoning", "r", "x", b, "6", general=True)
             + _pm_delta("reasoning", "r", "x", a, "7") + _pm_delta("reasoning", "r", "x", a, "8"))
     outs = []
     for api in both:

@@ -75,7 +75,8 @@ def _tricky_deltas():
     """Delta frames around the edges of the native fast path: escapes and multi-byte characters
     at every offset across a 64-byte block boundary, escaped quotes and backslashes before a
     closing quote, surrogate pairs, and the invalid ones (lone surrogates, bad escapes, raw
-    control bytes, bad UTF-8, broken structure) that must come out <corrupt> as in the decoder."""
+    control bytes, bad UTF-8, broken structure) that must come out <corrupt> as in the decoder;
+    then many of them in other key orders and with white space."""
     rid = "0b1c2d3e-0000-4000-8000-00000000abcd"
     text = '{"type":"%s","runId":"%s","from":"AGENT","payload":{"id":"t1","text":"%s"}}'
     tool = '{"type":"tool-call-delta","runId":"%s","from":"AGENT","payload":{"argsTextDelta":"%s","toolCallId":"c1"%s}}'
@@ -107,7 +108,18 @@ def _tricky_deltas():
                 for kind in ("text-delta", "reasoning-delta"):
                     out.append((pm % (kind, rid, id_, meta, tail)).encode())
     out.append((pm % ("text-delta", rid, "t1", '{"x":"aZZ"}', "a")).encode().replace(b"ZZ", b"\xff"))  # bad UTF-8
-    return out
+    # The same frames as Python's json.dumps writes them again: spaces after colons and commas
+    # (put in the bytes, so the invalid ones too), sorted keys, keys in reverse order.
+    again = [f.replace(b'":', b'": ').replace(b',"', b', "') for f in out[::3]]
+    for f in out[1::3]:
+        try:
+            d = json.loads(f)
+        except ValueError:
+            continue
+        again.append(json.dumps(d, sort_keys=True, separators=(",", ":")).encode())
+        d["payload"] = dict(reversed(d["payload"].items()))
+        again.append(json.dumps(dict(reversed(d.items()))).encode())
+    return out + again
 
 
 @pytest.mark.parametrize("framing", ["ndjson", "rs", "sse"])

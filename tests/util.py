@@ -91,8 +91,10 @@ def kept_head_frames():
     the native delta loops read from the text on: after it, each of the tricky texts and endings
     (bad escapes, bad UTF-8, raw control bytes, frames past 1 KB or with 33 escapes, other bytes or
     more after the text), then a valid one again.  600 runs, more than the head table holds,
-    interleaved so that heads share sets and are evicted; heads of five shapes: text and
-    reasoning, a runId with an escape (never kept), a non-ASCII id, and one too long to keep."""
+    interleaved so that heads share sets and are evicted; heads of seven shapes: text and
+    reasoning, a runId with an escape (never kept), a non-ASCII id, one too long to keep, text
+    with json.dumps's spaces after its colons and commas, and text with sorted keys (kept as a
+    template, head and tail, with tricky tails: more keys, the text's key twice, quotes)."""
     bad = [rb"\x", rb"\ud800", rb"\udc00x", b"\t", b"a\x01", b"\xff", b"\xc3", b"a\xed\xa0\x80", b"\xf4\x90\x80\x80",
            b"\\", b"x" * 1100, rb"\n" * 33, rb"\n" * 32, rb'\"', rb"\\", rb"\ud83d\ude00", "é😀".encode(), rb"a\/b"]
     ends = [b'"}}', b'"}} ', b'"},"x":1}', b'"}}}', b'"}', b'","x":"y"}}', b'"]}', b'"}]', b'"}"', b"'}}"]
@@ -106,10 +108,18 @@ def kept_head_frames():
         if i % 5 == 4:
             rid = rid * 8
         head = ('{"type":"%s","runId":"%s","from":"AGENT","payload":{"id":"%s","text":"' % (kind, rid, key)).encode()
-        frames = [head + b"hello" + ends[0]]
+        end, more = ends[0], ends
+        if i % 10 == 5:                        # json.dumps's spaces: kept by the other shapes' reader
+            head = head.replace(b'":', b'": ').replace(b',"', b', "')
+        elif i % 10 == 0:                      # sorted keys: a template
+            head = ('{"from":"AGENT","payload":{"id":"%s","text":"' % key).encode()
+            end = ('"},"runId":"%s","type":"%s"}' % (rid, kind)).encode()
+            more = [end + b" ", end[:-1] + b',"x":1}', b'","x":"y' + end, b'","text":"y' + end, end + b"}",
+                    end[:-1], b"'" + end[1:], end.replace(b'"type"', b'"type" '), end.replace(b"-delta", b"-end")]
+        frames = [head + b"hello" + end]
         for j in range(3):
-            frames.append(head + bad[(3 * i + j) % len(bad)] + ends[0])
-        frames.append(head + b"x" + ends[i % len(ends)])
-        frames.append(head + b"bye" + ends[0])
+            frames.append(head + bad[(3 * i + j) % len(bad)] + end)
+        frames.append(head + b"x" + more[i % len(more)])
+        frames.append(head + b"bye" + end)
         runs.append(frames)
     return [runs[i][j] for j in range(6) for i in range(600)]

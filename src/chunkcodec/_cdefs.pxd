@@ -177,6 +177,7 @@ cdef extern from "chunkcodec/accum.h":
         CC_ACC_START
         CC_ACC_TOOL_INPUT_END
         CC_ACC_PM_DELTA
+        CC_ACC_NEW_ROUTE
     ctypedef struct cc_accum_stop:
         size_t frames
         Py_ssize_t last
@@ -195,6 +196,8 @@ cdef extern from "chunkcodec/accum.h":
         const char *pm
         size_t text_len
         size_t pm_len
+        const char *name
+        size_t name_len
         size_t frame_off
         size_t frame_len
     size_t cc_accum_deltas(int framing, const char *buf, size_t len, size_t max_frame, cc_routes *t,

@@ -490,6 +490,7 @@ cdef class StreamDecoder:
     cdef list _rkeep           # per route slot: (DeltaBuf, run) its route writes to, kept alive
     cdef object _cur_run       # the run the sink was last told is current
     cdef object _custom        # another format's frame decoder (chunkcodec.ailoop), or None
+    cdef readonly long long _loop_frames   # (a test hook) delta frames the C loop appended itself
 
     def __init__(self, framing="auto", *, max_frame_bytes=DEFAULT_MAX_FRAME_BYTES,
                  errors="strict", _as_dicts=False, _as_frames=False, _sink=None, _decoder=None):
@@ -865,6 +866,7 @@ cdef class StreamDecoder:
             c = cc_accum_deltas(fr, p + total, n - total, <size_t>self._max, self._routes, &st)
             if st.frames:
                 self._index += st.frames
+                self._loop_frames += st.frames
                 total += c
                 e = <tuple>self._rkeep[st.last]
                 if e[1] is not self._cur_run:
@@ -873,8 +875,8 @@ cdef class StreamDecoder:
             if st.full >= 0:
                 (<DeltaBuf>(<tuple>self._rkeep[st.full])[0]).reserve(st.need)
                 continue
-            if st.event == CC_ACC_PM_DELTA:
-                self._sink_pm_delta(&st, b, off + total, base + total, out)
+            if st.event == CC_ACC_PM_DELTA or st.event == CC_ACC_NEW_ROUTE:
+                self._sink_delta(&st, b, off + total, base + total, out)
                 self._index += 1
                 total += <Py_ssize_t>st.event_bytes
                 continue
@@ -907,34 +909,49 @@ cdef class StreamDecoder:
             self._sink._text_end(run_id, from_, PyUnicode_DecodeUTF8(st.key, <Py_ssize_t>st.key_len, NULL))
         return 0
 
-    cdef int _sink_pm_delta(self, cc_accum_stop* st, bytes b, Py_ssize_t at, long long pos, list out) except -1:
-        """A text or reasoning delta carrying providerMetadata that its route does not hold, read
-        by the C loop (b[at:] is where its event starts, pos where in the stream): its part takes
-        the providerMetadata (_route_pm), and the route stored holds these bytes, so that the
-        part's next deltas carrying the same ones stay in the loop.  Ids with escapes, or a value
-        msgspec refuses after all, go the general way."""
+    cdef int _sink_delta(self, cc_accum_stop* st, bytes b, Py_ssize_t at, long long pos, list out) except -1:
+        """A delta the C loop read for the caller to route (b[at:] is where its event starts, pos
+        where in the stream), and stored a route for, so that the part's next deltas stay in the
+        loop:
+        - CC_ACC_PM_DELTA, a text or reasoning delta carrying providerMetadata that its route does
+          not hold: its part takes the providerMetadata (_route_pm), and the route holds these
+          bytes;
+        - CC_ACC_NEW_ROUTE, a delta with keys the chunk's schema does not know (a log's sequence
+          number, a proxy's tag), whose part has no route: routed as _sink_hot routes a delta (the
+          keys change nothing that adding the chunk would), where the general path would decode
+          every such delta whole and store no route.
+        Strings with escapes, or providerMetadata msgspec refuses after all, go the general way."""
         cdef cc_str_t text
         cdef tuple r
-        if memchr(st.run, b'\\', st.run_len) != NULL or memchr(st.from_, b'\\', st.from_len) != NULL or \
-                memchr(st.key, b'\\', st.key_len) != NULL:
-            pm = None
-        else:
+        cdef bint tool = st.type == CC_HOT_TOOL_CALL_DELTA
+        cdef bint pm_delta = st.event == CC_ACC_PM_DELTA
+        pm = name = None
+        general = memchr(st.run, b'\\', st.run_len) != NULL or memchr(st.key, b'\\', st.key_len) != NULL or \
+            (st.from_ != NULL and memchr(st.from_, b'\\', st.from_len) != NULL) or \
+            (st.name != NULL and memchr(st.name, b'\\', st.name_len) != NULL)
+        if pm_delta and not general:
             try:
                 pm = _decode_any(PyBytes_FromStringAndSize(st.pm, <Py_ssize_t>st.pm_len))
             except _SPAN_ERRORS:
-                pm = None
-        if pm is None:                  # (an object decodes to a dict)
+                pass
+            general = pm is None        # (an object decodes to a dict)
+        if general:
             self._cur_run = None
             self._sink_frame(b, at + <Py_ssize_t>st.frame_off, <Py_ssize_t>st.frame_len, self._index,
                              pos + <long long>st.frame_off, out)
             return 0
         run_id = self._cached_utf8(st.run, st.run_len, CC_F_RUN_ID)
-        from_ = self._cached_utf8(st.from_, st.from_len, CC_F_FROM)
-        key = self._cached_utf8(st.key, st.key_len, CC_F_ID)
-        buf, owner = self._sink._route_pm(st.type, run_id, from_, key, pm)
+        from_ = self._cached_utf8(st.from_, st.from_len, CC_F_FROM) if st.from_ != NULL else _UNSET
+        key = self._cached_utf8(st.key, st.key_len, CC_F_TOOL_CALL_ID if tool else CC_F_ID)
+        if pm_delta:
+            buf, owner = self._sink._route_pm(st.type, run_id, from_, key, pm)
+        else:
+            if st.name != NULL:
+                name = self._cached_utf8(st.name, st.name_len, CC_F_TOOL_NAME)
+            buf, owner = self._sink._route(st.type, run_id, from_, key, name)
         r = (buf, self._sink._current)
         self._keep_route(cc_route_put(self._routes, st.type, st.run, st.run_len, st.key, st.key_len,
-                                      &(<DeltaBuf>buf).d, 0, st.pm, st.pm_len), r)
+                                      &(<DeltaBuf>buf).d, tool and not owner.name, st.pm, st.pm_len), r)
         self._cur_run = r[1]
         text.p = st.text
         text.len = st.text_len

@@ -67,10 +67,12 @@ typedef struct cc_route {
 typedef struct cc_prefix {
     uint16_t len;        /* the head's length (the text starts there); 0: an empty slot */
     uint8_t type;        /* cc_hot_type */
+    uint8_t extra;       /* fast_delta_t.extra of the frame it was kept from (so of every frame with it) */
     uint16_t run_off, run_len, from_off, from_len, key_off, key_len;
     uint16_t pm_off, pm_len;  /* its providerMetadata object (pm_len 0: none) */
     int32_t run_idx;     /* the bulk indexer's run index for the head's runId, or -1 */
     uint32_t route;      /* the delta loop's route for it: the slot, and its stamp then (0: none) */
+    uint16_t tail_len;   /* 0: a head; else a template (fast_delta.h), its tail kept after the head */
     uint64_t stamp;
     char *ext;           /* NULL, or (the cache owns it) the whole head when longer than CC_PREFIX_INLINE */
     char head[CC_PREFIX_INLINE];   /* its first bytes */
@@ -128,6 +130,11 @@ enum { CC_ACC_TEXT_START = 4, CC_ACC_TEXT_END = 5, CC_ACC_START = 6, CC_ACC_TOOL
 /* And a text or reasoning delta carrying providerMetadata that its route does not hold (or that
  * has no route): read, its strings possibly escaped, for the caller to route and store. */
 enum { CC_ACC_PM_DELTA = 8 };
+/* And a delta holding keys the general path's scanner does not know (cc_scan_hot refuses it; the
+ * chunk's schema does not know them either, and they do not change what it adds), whose part has no
+ * route: read, its strings possibly escaped, for the caller to route (the general path would decode
+ * the frame whole, and store no route). */
+enum { CC_ACC_NEW_ROUTE = 9 };
 
 /* Why cc_accum_deltas stopped, and what it took. */
 typedef struct cc_accum_stop {
@@ -137,20 +144,27 @@ typedef struct cc_accum_stop {
     size_t need;        /* the bytes that frame needs */
     int event;          /* 0, or CC_ACC_TEXT_*: the next frame is one, read (and valid) */
     size_t event_bytes; /* its bytes, separator included: where the frame after it starts */
-    const char *run, *from, *key;   /* its runId, from and payload.id, UTF-8 without escapes (but
-                                     * a CC_ACC_PM_DELTA's: as written, between their quotes) */
+    const char *run, *from, *key;   /* its runId, from and payload.id (toolCallId), UTF-8 without
+                                     * escapes (but a CC_ACC_PM_DELTA's or CC_ACC_NEW_ROUTE's: as
+                                     * written, between their quotes; from NULL when it has none) */
     size_t run_len, from_len, key_len;
-    int type;           /* CC_ACC_PM_DELTA: cc_hot_type; its text and providerMetadata as written */
+    int type;           /* CC_ACC_PM_DELTA, CC_ACC_NEW_ROUTE: cc_hot_type; its text and
+                         * providerMetadata as written (pm NULL: none) */
     const char *text, *pm;
     size_t text_len, pm_len;
-    size_t frame_off, frame_len;    /* CC_ACC_PM_DELTA: the JSON frame, from where the event starts */
+    const char *name;   /* CC_ACC_NEW_ROUTE: a tool-call-delta's toolName as written, or NULL */
+    size_t name_len;
+    size_t frame_off, frame_len;    /* CC_ACC_PM_DELTA, CC_ACC_NEW_ROUTE: the JSON frame, from where
+                                     * the event starts */
 } cc_accum_stop;
 
-/* Take the delta frames at the start of buf, in order, as long as each one is in Mastra's exact
- * shape (fully validated, as cc_scan_hot would), at most max_frame bytes (the SSE event block, as
- * cc_frame_t.blen counts), complete (its separator is in buf), and has a live route with room in
+/* Take the delta frames at the start of buf, in order, as long as each one is a delta the loop
+ * reads (Mastra's exact shape, or another key order, white space or keys the schema does not know:
+ * fully validated, as cc_scan_hot or msgspec would), at most max_frame bytes (the SSE event block,
+ * as cc_frame_t.blen counts), complete (its separator is in buf), and has a live route with room in
  * its buffer.  Returns the bytes consumed: the next frame starts there (st->event says when it is
- * a text-start or text-end read for the caller). */
+ * one read for the caller: a text-start, text-end, start, tool-call-input-streaming-end, or a
+ * delta to route). */
 size_t cc_accum_deltas(int framing, const char *buf, size_t len, size_t max_frame, cc_routes *t,
                        cc_accum_stop *st);
 /* 1 when the delta loops (this one and the bulk indexer's) read 64-byte blocks with AVX2: the CPU

@@ -64,6 +64,8 @@ size_t cc_escape_len(const char *p, size_t n);
  * (syntax, escapes, control bytes, nesting to 64 levels, numbers msgspec decodes without "out of
  * range"; UTF-8 is the caller's to check), or 0 when it is not one or msgspec might refuse it. */
 size_t cc_skip_object(const char *p, size_t n);
+/* The same for any JSON value at p[0] (no white space before it). */
+size_t cc_skip_value(const char *p, size_t n);
 
 /* ---- step-finish and finish frames -------------------------------------------------------------
  * The few fields accumulation reads from these frames, whose message history may run to megabytes:
