@@ -239,9 +239,7 @@ CC_INLINE size_t accum_deltas(int framing, const char *buf, size_t len, size_t m
         if (skip ? !(p[skip] == '{' && memcmp(p, "data: ", 6) == 0) : p[0] != '{') break;
         fast_delta_t fd;
         if (!fast_delta_kept(&t->heads, p + skip, len - done - skip, sep, &fd, avx2)) {
-            if (!fast_delta_isa(p + skip, len - done - skip, sep, &fd, avx2) &&
-                !fast_delta_other(&t->heads, p + skip, len - done - skip, sep, &fd, avx2))
-                break;
+            if (!fast_delta_read(&t->heads, p + skip, len - done - skip, sep, &fd, avx2)) break;
             head_keep(&t->heads, p + skip, &fd);
         }
         if (skip + fd.len > max_frame) break;

@@ -1,6 +1,6 @@
 /* Bulk indexing of stream logs: see bulk.h.
  *
- * Delta frames (most of any log) go through fast_delta_isa, or failing that the hot scanner, or
+ * Delta frames (most of any log) go through fast_delta_read, or failing that the hot scanner, or
  * failing that json_valid: all three validate them completely, as the decoder does, and give the
  * spans of runId and text.  Other frames get a structural scan of their top level only:
  * the "type" and "runId" string values are read, nested values are skipped by bracket and string
@@ -459,7 +459,7 @@ static int index_frame(const char *buf, int64_t base, const cc_frame_t *f, const
     return 1;
 }
 
-/* Index one frame taken by fast_delta_isa. */
+/* Index one frame taken by fast_delta_read. */
 CC_INLINE int index_fast(const char *buf, int64_t base, size_t start, size_t len, int16_t code, const char *rp,
                       size_t rn, const char *tp, size_t tn, cc_prefix *head, cc_runtab *runs, cc_index *out,
                       scan_state *st) {
@@ -503,11 +503,9 @@ CC_INLINE ptrdiff_t bulk_scan(int framing, const char *buf, size_t len, int fina
             if (skip ? !(p[skip] == '{' && memcmp(p, "data: ", 6) == 0) : p[0] != '{') break;
             fast_delta_t fd;
             if (!fast_delta_kept(runs->heads, p + skip, len - done - skip, sep, &fd, avx2)) {
-                if (fast_delta_isa(p + skip, len - done - skip, sep, &fd, avx2)) {
-                    if (fd.type > CC_HOT_TOOL_CALL_DELTA) break;
-                } else if (!fast_delta_other(runs->heads, p + skip, len - done - skip, sep, &fd, avx2)) {
+                if (!fast_delta_read(runs->heads, p + skip, len - done - skip, sep, &fd, avx2) ||
+                    fd.type > CC_HOT_TOOL_CALL_DELTA)
                     break;
-                }
                 head_keep(runs->heads, p + skip, &fd);
             }
             size_t next = skip + fd.len + 1;

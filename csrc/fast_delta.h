@@ -177,7 +177,7 @@ typedef struct fast_delta_t {
     size_t pm_len;
     const char *name;                  /* a tool-call-delta's toolName (has_name), or NULL */
     size_t name_len;
-    int extra;                         /* it holds keys the chunk's schema does not know (fast_delta_other) */
+    int extra;                         /* it holds keys the chunk's schema does not know (other_read) */
     cc_prefix *head;                   /* the frame's kept head (see below), or NULL */
 } fast_delta_t;
 
@@ -261,22 +261,13 @@ CC_INLINE int read_frame(const char *p, size_t from, size_t avail, char sep, fas
     return 1;
 }
 
-/* A delta frame (or a plain text-start/text-end) at p (avail bytes) ended by the control byte
- * sep: 1 with *out filled, or 0 for "not taken".  avx2: read the blocks with block_masks_avx2 (a
- * constant in each caller; only where cc_fast_avx2() is 1). */
-CC_INLINE int fast_delta_isa(const char *p, size_t avail, char sep, fast_delta_t *out, int avx2) {
-    fast_frame fr;
-    int nb;
-    /* the type first: other frames (a finish frame may be megabytes) are not read twice */
-    if (avail < 40 || !same(p, "{\"type\":\"", 9)) return 0;
-    if (p[9] != 't' && p[9] != 'r' && !same(p + 9, "start\",", 7)) return 0;
-    fr.p = p;
-    if (!read_frame(p, 0, avail, sep, &fr, &nb, avx2)) return 0;
-    /* The template.  Escapes can only sit inside strings: the literals between them hold none. */
+/* The frame at p, read into *fp (nb backslashes), in Mastra's exact shape: a delta, or one of the
+ * FAST_* frames: 1 with *out filled, or 0. */
+CC_INLINE int isa_template(const char *p, fast_frame *fp, int nb, fast_delta_t *out) {
+    /* Escapes can only sit inside strings: the literals between them hold none. */
     size_t x = 0, s, rs, ts;
     int tool = 0;
-    fast_frame *fp = &fr;
-    if (fr.e < 40) return 0;
+    if (fp->e < 40) return 0;
     if (p[9] == 't' && p[10] == 'e') {
         if (p[14] == 'd') {
             if (!lit_str(fp, &x, "{\"type\":\"text-delta\",\"runId\":\"", 30, &rs)) return 0;
@@ -330,10 +321,10 @@ CC_INLINE int fast_delta_isa(const char *p, size_t avail, char sep, fast_delta_t
         if (!lit_str(fp, &x, "\",\"payload\":{\"id\":\"", 19, &s)) return 0;
         out->key = p + s;
         out->key_len = x - s;
-        if (fr.e - x > 22 && same(p + x, "\",\"providerMetadata\":{", 22)) {
+        if (fp->e - x > 22 && same(p + x, "\",\"providerMetadata\":{", 22)) {
             /* Mastra's converter writes {id, providerMetadata, text}: the object is checked as
              * msgspec would check it (its UTF-8 is checked above, with the frame's) */
-            size_t v = x + 21, l = cc_skip_object(p + v, fr.e - v);
+            size_t v = x + 21, l = cc_skip_object(p + v, fp->e - v);
             if (!l) return 0;
             out->pm = p + v;
             out->pm_len = l;
@@ -352,15 +343,15 @@ CC_INLINE int fast_delta_isa(const char *p, size_t avail, char sep, fast_delta_t
         if (!lit_str(fp, &x, "\",\"toolCallId\":\"", 16, &s)) return 0;
         out->key = p + s;
         out->key_len = x - s;
-        out->has_name = fr.e - x != 3;
+        out->has_name = fp->e - x != 3;
         if (out->has_name) {
             if (!lit_str(fp, &x, "\",\"toolName\":\"", 14, &s)) return 0;
             out->name = p + s;
             out->name_len = x - s;
         }
     }
-    if (fr.e - x != 3 || !same(p + x, "\"}}", 3)) return 0;
-    out->len = fr.e;
+    if (fp->e - x != 3 || !same(p + x, "\"}}", 3)) return 0;
+    out->len = fp->e;
     out->escaped = nb > 0;
     out->head = NULL;
     return 1;
@@ -379,12 +370,12 @@ CC_INLINE size_t quote_from(const fast_frame *f, size_t x) {
 }
 
 /* ---- Kept heads (cc_prefix in accum.h) ------------------------------------------------------
- * A delta frame whose head equals a head fast_delta_isa read before is read from its text on:
+ * A delta frame whose head equals a head fast_delta_read read before is read from its text on:
  * the bytes before it are the ones already read, so they hold the same strings, no escape, no
- * control byte and valid UTF-8.  What is left is what fast_delta_isa checks after the head: the
+ * control byte and valid UTF-8.  What is left is what fast_delta_read checks after the head: the
  * text string (escapes, UTF-8), then exactly `"}}` and the separator, within the same limits
  * (frame end within FAST_MAX_BLOCKS blocks, at most FAST_MAX_ESCAPES backslashes).  So it takes a
- * frame exactly when fast_delta_isa would, with the same spans (tests/util.py kept_head_frames:
+ * frame exactly when fast_delta_read would, with the same spans (tests/util.py kept_head_frames:
  * native against reference, for the index and for accumulate). */
 
 /* The set of a head: bytes 30-61, the runId in a text-delta frame (the key's end and the runId in
@@ -429,11 +420,11 @@ CC_INLINE cc_prefix *head_find(cc_prefix_cache *c, const char *p, size_t avail, 
     return NULL;
 }
 
-/* Kept templates.  A frame fast_delta_other reads in another shape, whose text is not the last of
+/* Kept templates.  A frame other_read reads in another shape, whose text is not the last of
  * it (sorted keys: {"from","payload":{"id","text"},"runId","type"}), is kept as a template: its head
  * (the bytes before the text) and its tail (from the text's closing quote to the end).  A frame
  * that ends with a kept tail and starts with its head, with no quote between them but the text's
- * closing one, is that frame with another text: fast_delta_other takes it without walking its
+ * closing one, is that frame with another text: other_read takes it without walking its
  * keys (it has read and checked the whole frame first: the escapes and UTF-8 of the text).  The
  * set of a template is the hash of the frame's last TAIL_HASH bytes, where the runId and type are
  * in sorted order (so a tail shorter than that is not kept: the text would be in them); it shares
@@ -463,12 +454,12 @@ CC_INLINE cc_prefix *slot_take(cc_prefix_cache *c, size_t set, size_t n) {
     return e;
 }
 
-/* After fast_delta_isa or fast_delta_other read the frame at p (not from a kept head or
- * template): keep it, if it is a text-delta or a reasoning-delta with a `from`, whose head (and
- * tail) hold no backslash and fit.  As a head when its text is followed by `"}}` alone (always so
- * in Mastra's shape; in another, the text is then the last key of the payload and the payload the
- * last of the frame, so that any frame with this head, a valid text and that ending has the keys
- * this one has); else as a template. */
+/* After fast_delta_read read the frame at p whole (not from a kept head or template): keep it,
+ * if it is a text-delta or a reasoning-delta with a `from`, whose head (and tail) hold no
+ * backslash and fit.  As a head when its text is followed by `"}}` alone (always so in Mastra's
+ * shape; in another, the text is then the last key of the payload and the payload the last of the
+ * frame, so that any frame with this head, a valid text and that ending has the keys this one
+ * has); else as a template. */
 CC_INLINE void head_keep(cc_prefix_cache *c, const char *p, fast_delta_t *fd) {
     size_t k = (size_t)(fd->text - p), t = k + fd->text_len, n = fd->len - t, set;
     if (fd->head || (fd->type != CC_HOT_TEXT_DELTA && fd->type != CC_HOT_REASONING_DELTA) || fd->from == NULL ||
@@ -527,7 +518,7 @@ CC_INLINE cc_prefix *tail_find(cc_prefix_cache *c, const char *p, const fast_fra
     return NULL;
 }
 
-/* fast_delta_isa for a frame whose head is kept: 1 with *out filled, 0 for "read it in full". */
+/* fast_delta_read for a frame whose head is kept: 1 with *out filled, 0 for "read it in full". */
 CC_INLINE int fast_delta_kept(cc_prefix_cache *c, const char *p, size_t avail, char sep, fast_delta_t *out,
                               int avx2) {
     if (avail < HEAD_MIN) return 0;
@@ -571,7 +562,7 @@ CC_INLINE int delta_type_at(const char *p, size_t n) {
 }
 
 /* The keys of a delta frame, as the general path's scanner (cc_scan_hot) knows them, and its
- * payload's providerMetadata (as fast_delta_isa reads it): a bit each in `seen`, with the span of
+ * payload's providerMetadata (as isa_template reads it): a bit each in `seen`, with the span of
  * each value. */
 enum { OK_TYPE, OK_RUN, OK_FROM, OK_PAYLOAD, OK_ID, OK_TEXT, OK_ARGS, OK_CALL, OK_NAME, OK_PM, OK_COUNT };
 enum { OK_REFUSE = -2, OK_UNKNOWN = -1 };
@@ -655,27 +646,16 @@ static size_t other_object(const fast_frame *f, size_t x, int top, other_keys *k
 
 /* A delta frame in a shape other than Mastra's -- keys in another order, spaces between the
  * tokens (a log written again by Python's json.dumps, with sort_keys or its default ", " and
- * ": ") -- that fast_delta_isa left: read as it reads a frame (read_frame: the same limits,
- * escapes and UTF-8 checked), then walked as the general path's scanner, cc_scan_hot, walks it.
- * So it is taken only when that path would take it as a hot delta, with the same spans (a delta
- * without a runId, white space around the object, providerMetadata or any other key are left to
- * it).  Frames that start as Mastra's do with another type (fast_delta_isa has looked at them: a
- * finish frame may be megabytes) are refused from their type, before anything is read. */
-CC_INLINE int fast_delta_other(cc_prefix_cache *c, const char *p, size_t avail, char sep, fast_delta_t *out,
-                               int avx2) {
-    fast_frame fr;
+ * ": "), keys its schema does not know (a log's timestamp, a proxy's tag) -- read into *f (nb
+ * backslashes): a kept template, else walked as the general path's scanner, cc_scan_hot, walks it
+ * (the unknown keys' values checked as msgspec would check them).  So it is taken only when that
+ * path would take it as a delta, with the same spans (a delta without a runId, white space around
+ * the object, a metadata key or a providerMetadata that is no object are left to it). */
+CC_INLINE int other_read(cc_prefix_cache *c, const char *p, const fast_frame *f, int nb, fast_delta_t *out) {
     other_keys k;
     cc_prefix *kt;
-    int nb;
-    if (avail < 40 || p[0] != '{') return 0;
-    if (same(p + 1, "\"type\":", 7)) {           /* the type first: look at it before reading */
-        size_t x = spaces(p, 8, 16);
-        if (p[x] != '"' || !delta_type_at(p + x + 1, avail - x - 1)) return 0;
-    }
-    fr.p = p;
-    if (!read_frame(p, 0, avail, sep, &fr, &nb, avx2)) return 0;
-    if ((kt = tail_find(c, p, &fr)) != NULL) {  /* a kept template: its keys are known */
-        size_t e = fr.e;
+    if ((kt = tail_find(c, p, f)) != NULL) {  /* a kept template: its keys are known */
+        size_t e = f->e;
         out->len = e;
         out->type = kt->type;
         out->escaped = nb > 0;
@@ -698,7 +678,7 @@ CC_INLINE int fast_delta_other(cc_prefix_cache *c, const char *p, size_t avail, 
     }
     k.seen = 0;
     k.extra = 0;
-    if (other_object(&fr, 0, 1, &k) != fr.e) return 0;
+    if (other_object(f, 0, 1, &k) != f->e) return 0;
     const unsigned need = 1u << OK_TYPE | 1u << OK_RUN | 1u << OK_PAYLOAD;
     const unsigned text_keys = 1u << OK_ID | 1u << OK_TEXT, tool_keys = 1u << OK_ARGS | 1u << OK_CALL;
     unsigned payload = k.seen & ~(need | 1u << OK_FROM), pm = k.seen & 1u << OK_PM;
@@ -716,7 +696,7 @@ CC_INLINE int fast_delta_other(cc_prefix_cache *c, const char *p, size_t avail, 
         return 0;
     }
     int tool = out->type == CC_HOT_TOOL_CALL_DELTA, key = tool ? OK_CALL : OK_ID, text = tool ? OK_ARGS : OK_TEXT;
-    out->len = fr.e;
+    out->len = f->e;
     out->escaped = nb > 0;
     out->has_name = (k.seen >> OK_NAME) & 1;
     out->run = p + k.s[OK_RUN];
@@ -736,7 +716,33 @@ CC_INLINE int fast_delta_other(cc_prefix_cache *c, const char *p, size_t avail, 
     return 1;
 }
 
-/* A loop over frames that calls fast_delta_isa(..., avx2) is instantiated twice: NAME_sse2 with
+/* A delta frame at p (avail bytes) ended by the control byte sep, or in Mastra's exact shape one
+ * of the FAST_* frames: 1 with *out filled, or 0 for "not taken".  Read once (read_frame), then
+ * matched with Mastra's template, else read as another shape (other_read).  A frame whose type
+ * comes first and is none of those is refused before anything is read (a finish frame may be
+ * megabytes).  avx2: read the blocks with block_masks_avx2 (a constant in each caller; only where
+ * cc_fast_avx2() is 1). */
+CC_INLINE int fast_delta_read(cc_prefix_cache *c, const char *p, size_t avail, char sep, fast_delta_t *out,
+                              int avx2) {
+    fast_frame fr;
+    int nb, mastra;
+    if (avail < 40 || p[0] != '{') return 0;
+    if ((mastra = same(p, "{\"type\":\"", 9))) {
+        if (p[9] != 't' && p[9] != 'r' && !same(p + 9, "start\",", 7)) return 0;
+    } else if (same(p + 1, "\"type\":", 7)) {
+        size_t x = spaces(p, 8, 16);
+        if (p[x] != '"' || !delta_type_at(p + x + 1, avail - x - 1)) return 0;
+    }
+    fr.p = p;
+    if (!read_frame(p, 0, avail, sep, &fr, &nb, avx2)) return 0;
+    if (mastra) {
+        if (isa_template(p, &fr, nb, out)) return 1;
+        if (!delta_type_at(p + 9, avail - 9)) return 0;     /* (a text-start, a start...: that shape only) */
+    }
+    return other_read(c, p, &fr, nb, out);
+}
+
+/* A loop over frames that calls fast_delta_read(..., avx2) is instantiated twice: NAME_sse2 with
  * avx2 = 0, and NAME_avx2 compiled for AVX2 with avx2 = 1, so that the masks inline into it. */
 #if FAST_HAVE_AVX2
 #define FAST_AVX2_FN __attribute__((target("avx2")))
