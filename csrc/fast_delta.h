@@ -177,7 +177,8 @@ typedef struct fast_delta_t {
     size_t pm_len;
     const char *name;                  /* a tool-call-delta's toolName (has_name), or NULL */
     size_t name_len;
-    int extra;                         /* it holds keys the chunk's schema does not know (other_read) */
+    int extra;                         /* cc_scan_hot refuses it, for keys the chunk's schema does not
+                                        * know or a tool-call-delta's providerMetadata (other_read) */
     cc_prefix *head;                   /* the frame's kept head (see below), or NULL */
 } fast_delta_t;
 
@@ -690,7 +691,7 @@ CC_INLINE int other_read(cc_prefix_cache *c, const char *p, const fast_frame *f,
     } else if (tn == 15 && same(t, "reasoning-delta", 15) && (payload | pm) == (text_keys | pm)) {
         out->type = CC_HOT_REASONING_DELTA;
     } else if (tn == 15 && same(t, "tool-call-delta", 15) &&
-               (payload == tool_keys || payload == (tool_keys | 1u << OK_NAME))) {
+               ((payload | pm) == (tool_keys | pm) || (payload | pm) == (tool_keys | pm | 1u << OK_NAME))) {
         out->type = CC_HOT_TOOL_CALL_DELTA;
     } else {
         return 0;
@@ -707,11 +708,12 @@ CC_INLINE int other_read(cc_prefix_cache *c, const char *p, const fast_frame *f,
     out->key_len = k.n[key];
     out->text = p + k.s[text];
     out->text_len = k.n[text];
-    out->pm = pm ? p + k.s[OK_PM] : NULL;
-    out->pm_len = pm ? k.n[OK_PM] : 0;
+    /* (a tool call's providerMetadata, checked, changes nothing accumulation keeps) */
+    out->pm = pm && !tool ? p + k.s[OK_PM] : NULL;
+    out->pm_len = pm && !tool ? k.n[OK_PM] : 0;
     out->name = out->has_name ? p + k.s[OK_NAME] : NULL;
     out->name_len = out->has_name ? k.n[OK_NAME] : 0;
-    out->extra = k.extra;
+    out->extra = k.extra || (pm && tool);
     out->head = NULL;
     return 1;
 }
