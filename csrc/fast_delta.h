@@ -573,9 +573,10 @@ typedef struct other_keys {
     size_t s[OK_COUNT], n[OK_COUNT];
 } other_keys;
 
-/* A key of the frame (top) or of its payload: its slot; OK_REFUSE for one the delta chunks'
- * schema declares that this reader does not read (metadata: the general path decodes and checks
- * it), OK_UNKNOWN for one it does not declare (ignored by the decoder, and by accumulation). */
+/* A key of the frame (top) or of its payload, as written: its slot; OK_REFUSE for one the delta
+ * chunks' schema declares that this reader does not read (metadata: the general path decodes and
+ * checks it), OK_UNKNOWN for one it does not declare (ignored by the decoder, and by accumulation;
+ * unless it holds an escape, which may decode to a key this reader knows). */
 CC_INLINE int other_key(const char *k, size_t n, int top) {
     if (top) {
         if (n == 4) return same(k, "type", 4) ? OK_TYPE : same(k, "from", 4) ? OK_FROM : OK_UNKNOWN;
@@ -613,6 +614,8 @@ static size_t other_object(const fast_frame *f, size_t x, int top, other_keys *k
         if (x >= e || p[x] != '"' || !(q = quote_from(f, x + 1))) return 0;
         int slot = other_key(p + x + 1, q - x - 1, top);
         if (slot == OK_REFUSE || (slot >= 0 && (k->seen >> slot & 1))) return 0;   /* (a duplicate) */
+        /* an escaped key may decode to one of those ("te\u0078t"): the decoder's to read */
+        if (slot == OK_UNKNOWN && memchr(p + x + 1, '\\', q - x - 1) != NULL) return 0;
         if (slot >= 0) k->seen |= 1u << slot;
         x = spaces(p, q + 1, e);
         if (x >= e || p[x] != ':') return 0;

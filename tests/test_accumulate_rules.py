@@ -544,6 +544,8 @@ def _random_delta_log(rng, n):
             if 0.21 <= style < 0.22:                  # a key twice
                 ln = ln.replace('"from":', '"from":"X","from":') if style < 0.215 else \
                     ln.replace('{"type":', '{"runId":"r0","type":')
+            elif 0.22 <= style < 0.23:                # a key twice, escaped the second time
+                ln = ln[:-2] + ',"te\\u0078t":"E"}}' if style < 0.225 else ln[:-1] + ',"run\\u0049d":"r1"}'
         # the text goes in as written above, escapes and all (json.dumps would double them)
         ln = ln.replace('"@"', '"' + text + '"').replace('"\\\\u0041bc"', '"\\u0041bc"')
         ln = ln.replace('"@PM@"', rng.choice(_DELTA_PMS))
