@@ -137,10 +137,10 @@ def main(argv: list | None = None) -> int:
     acc0, scan0 = rows[0][2], rows[0][3]
     print(f"{args.runs} runs interleaved delta by delta, {args.deltas} deltas each, NDJSON; "
           f"best of {args.repeat}")
-    print(f"{'shape':28} {'bytes/delta':>11} {'accumulate ns':>13} {'x plain':>7} {'scan ns':>8} {'x plain':>7}")
+    print(f"{'shape':30} {'bytes/delta':>11} {'accumulate ns':>13} {'x plain':>7} {'scan ns':>8} {'x plain':>7}")
     for shape, size, acc, scan in rows:
         note = "  (general path)" if shape in GENERAL else "  (read whole)" if shape in WHOLE else ""
-        print(f"{shape:28} {size:11.0f} {acc:13.0f} {acc / acc0:7.2f} {scan:8.0f} {scan / scan0:7.2f}{note}")
+        print(f"{shape:30} {size:11.0f} {acc:13.0f} {acc / acc0:7.2f} {scan:8.0f} {scan / scan0:7.2f}{note}")
         limit = None if args.check is None or shape in GENERAL else args.check * (2 if shape in WHOLE else 1)
         if limit is not None and acc / acc0 > limit:
             bad.append(f"{shape}: accumulate {acc / acc0:.2f}x plain")

@@ -854,11 +854,10 @@ def test_deltas_written_again_by_json_dumps_stay_in_the_delta_loop(both, shape):
     """A log written again by Python (json.dumps: its default ", " and ": ", sort_keys, \\u
     escapes), with keys the chunks' schema does not know (a log's sequence number and timestamp,
     before the type, inside the payload), or with providerMetadata (also on tool-call deltas,
-    which accumulation ignores), in Mastra's key order or another: the
-    native C loop takes its text, reasoning and tool-call deltas itself (once the accumulator has
-    routed each part), where it left every one of them to the general path before (3x slower, and
-    100x with unknown keys, which the typed decoder declares a subclass for); the runs are the
-    reference path's."""
+    which accumulation ignores), in Mastra's key order or another: the native C loop takes its
+    text, reasoning and tool-call deltas itself (once the accumulator has routed each part), where
+    it left every one of them to the general path before (3x slower, and 100x with unknown keys,
+    which the typed decoder declares a subclass for); the runs are the reference path's."""
     chunks = []
     for k in range(30):
         for r in range(8):
