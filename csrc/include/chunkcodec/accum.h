@@ -58,10 +58,11 @@ typedef struct cc_route {
  * first bytes equal a kept head byte for byte reads the same up to its text (JSON is read left to
  * right), so only its text and what follows are read.  Two-way set associative (a log interleaves
  * a few hundred runs, each with one part open at a time): a new head takes its set's empty slot,
- * else the one kept longer ago. */
+ * else the one kept longer ago.  The same slots keep templates, a head and a tail, for frames in
+ * another shape whose text is not last (fast_delta.h). */
 #define CC_PREFIX_BITS 9    /* sets of the bulk indexer's (a decoder's: as many as its route sets) */
-#define CC_PREFIX_INLINE 160   /* head bytes kept in the slot itself ... */
-#define CC_PREFIX_MAX 288      /* ... the whole head in ext when longer; longer heads are not kept
+#define CC_PREFIX_INLINE 160   /* head bytes (and a template's tail after them) kept in the slot ... */
+#define CC_PREFIX_MAX 288      /* ... all of them in ext when longer; longer heads are not kept
                                 * (OpenAI's item ids, of 50 bytes and more, as payload.id and in
                                 * providerMetadata make heads of 260 bytes) */
 typedef struct cc_prefix {
@@ -74,8 +75,9 @@ typedef struct cc_prefix {
     uint32_t route;      /* the delta loop's route for it: the slot, and its stamp then (0: none) */
     uint16_t tail_len;   /* 0: a head; else a template (fast_delta.h), its tail kept after the head */
     uint64_t stamp;
-    char *ext;           /* NULL, or (the cache owns it) the whole head when longer than CC_PREFIX_INLINE */
-    char head[CC_PREFIX_INLINE];   /* its first bytes */
+    char *ext;           /* NULL, or (the cache owns it) the whole head and tail when longer than
+                          * CC_PREFIX_INLINE */
+    char head[CC_PREFIX_INLINE];   /* its first bytes (the head, then the tail, when they fit) */
 } cc_prefix;
 typedef struct cc_prefix_cache {
     cc_prefix *slot;    /* 2 << bits: set i is slots 2i and 2i + 1 */
