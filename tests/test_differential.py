@@ -2,6 +2,8 @@
 
 import json
 
+import msgspec
+
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from util import decode_all, outcome
@@ -81,3 +83,83 @@ def test_near_json_garbage(both, parts, framing, cuts, keep):
     opts = dict(errors="keep" if keep else "strict")
     assert outcome(lambda: decode_all(native, data, framing, splits=splits, **opts)) == \
         outcome(lambda: decode_all(reference, data, framing, splits=splits, **opts))
+
+
+# Delta frames in any shape a writer other than Mastra may give them: keys in any order at both
+# levels, spaces, keys the schema does not know (any JSON value, numbers msgspec refuses, escaped
+# names that decode to a known key), providerMetadata on any delta.  Each example writes a few
+# frames for two runs and two parts in one shape, so that the native loops' kept heads and
+# templates are used, then the same frames in Mastra's shape.
+_EXTRA_KEYS = ["seq", "ts", "é", "src", "te\\u0078t", "run\\u0049d", "type\\u0020", "metadata"]
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-10**20, 10**20) | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=4),
+    lambda c: st.lists(c, max_size=3) | st.dictionaries(st.sampled_from(["a", "b", "é"]), c, max_size=3),
+    max_leaves=5).map(lambda v: json.dumps(v, ensure_ascii=False))
+_extra_value = _json_values | st.sampled_from(["1e400", "-0", "1E5", "NaN", "[]", "{}", '"\\ud800"', "tru"])
+_shapes = st.fixed_dictionaries({
+    "kind": st.sampled_from(["text-delta", "reasoning-delta", "tool-call-delta"]),
+    "top": st.permutations(range(4)), "payload": st.permutations(range(4)),
+    "colon": st.sampled_from([":", ": ", " : "]), "comma": st.sampled_from([",", ", "]),
+    "extra": st.lists(st.tuples(st.booleans(), st.sampled_from(_EXTRA_KEYS), _extra_value), max_size=3),
+    "pm": st.sampled_from([None, '{"o":{"i":"x"}}', '{ "o" : 1 }', "null", '{"big":1e400}']),
+    "name": st.booleans(), "no_from": st.booleans(), "ascii": st.booleans()})
+
+
+def _shaped(shape, run, key, text):
+    """One delta frame written in `shape`."""
+    c, comma = shape["colon"], shape["comma"]
+    s = lambda v: json.dumps(v, ensure_ascii=shape["ascii"])  # noqa: E731
+    tool = shape["kind"] == "tool-call-delta"
+    pay = [("argsTextDelta" if tool else "text", s(text)), ("toolCallId" if tool else "id", s(key))]
+    if tool and shape["name"]:
+        pay.append(("toolName", s("w")))
+    if shape["pm"] is not None:
+        pay.append(("providerMetadata", shape["pm"]))
+    pay = [pay[i] for i in shape["payload"] if i < len(pay)] + [(k, v) for top, k, v in shape["extra"] if not top]
+    top = [("type", s(shape["kind"])), ("runId", s(run)), ("from", s("AGENT")),
+           ("payload", "{" + comma.join('"%s"%s%s' % (k, c, v) for k, v in pay) + "}")]
+    if shape["no_from"]:
+        top = [m for m in top if m[0] != "from"]
+    top = [top[i] for i in shape["top"] if i < len(top)] + [(k, v) for t, k, v in shape["extra"] if t]
+    return ("{" + comma.join('"%s"%s%s' % (k, c, v) for k, v in top) + "}").encode("utf-8", "surrogatepass")
+
+
+def _args(acc, call_id):
+    try:
+        return bytes(acc.buffer(call_id))
+    except KeyError:
+        return None
+
+
+@SETTINGS
+@given(shape=_shapes, texts=st.lists(st.text(max_size=6), min_size=4, max_size=10),
+       framing=st.sampled_from(["sse", "rs", "ndjson"]))
+def test_delta_frames_in_any_shape(both, monkeypatch, shape, texts, framing):
+    """The native delta loops (the accumulator's and the bulk index's), which read deltas of other
+    shapes than Mastra's in C, give the reference path's runs, invalid frames and index."""
+    from chunkcodec import bulk
+    plain = dict(shape, top=(0, 1, 2, 3), payload=(1, 0, 2, 3), colon=":", comma=",", extra=[], no_from=False)
+    frames = [_shaped(sh, "run-%d" % (i % 2), "k%d" % (i // 2 % 2), t)
+              for sh in (shape, plain) for i, t in enumerate(texts)]
+    pre, post = _ENV[framing]
+    body = b"".join(pre + f + post for f in frames)
+    outs = []
+    for api in both:
+        acc = api.Accumulator(framing, errors="keep")
+        acc.feed(body)
+        acc.close()
+        outs.append(([msgspec.to_builtins(r) for r in acc.results().values()],
+                     [(f.frame_index, type(f.error).__name__) for f in acc.invalid_frames],
+                     [_args(acc, k) for k in ("k0", "k1")] if shape["kind"] == "tool-call-delta" else None))
+    assert outs[0] == outs[1]
+    if not any("\\u" in k for _, k, _ in shape["extra"]):   # (escaped keys: see the README's bulk notes)
+        cols = []
+        for env in (None, "1"):
+            with monkeypatch.context() as m:
+                if env:
+                    m.setenv("CHUNKCODEC_NO_EXTENSIONS", env)
+                ix = bulk.scan(body, framing)
+                cols.append(tuple(getattr(ix, c).tolist() for c in ("offset", "length", "type", "run", "text_off",
+                                                                    "text_len")) + (ix.run_ids,))
+        assert cols[0] == cols[1]
