@@ -153,7 +153,8 @@ def test_delta_frames_in_any_shape(both, monkeypatch, shape, texts, framing):
                      [(f.frame_index, type(f.error).__name__) for f in acc.invalid_frames],
                      [_args(acc, k) for k in ("k0", "k1")] if shape["kind"] == "tool-call-delta" else None))
     assert outs[0] == outs[1]
-    if not any("\\u" in k for _, k, _ in shape["extra"]):   # (escaped keys: see the README's bulk notes)
+    # (a key with an escape: the one known difference of the two indexes, in the README's bulk notes)
+    if not any("\\u" in k for _, k, _ in shape["extra"]):
         cols = []
         for env in (None, "1"):
             with monkeypatch.context() as m:
