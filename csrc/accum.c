@@ -257,7 +257,7 @@ CC_INLINE size_t accum_deltas(int framing, const char *buf, size_t len, size_t m
         if (h && h->stamp && t->slot[h->route].stamp == h->stamp && live(&t->slot[h->route])) {
             i = h->route;                            /* the route this head led to, still held */
         } else if (fd.run_len + fd.key_len <= CC_ROUTE_KEY_MAX) {
-            i = find(t, fd.type, fd.run, fd.run_len, fd.key, fd.key_len, fd.has_name);
+            i = find(t, fd.type, fd.run, fd.run_len, fd.key, fd.key_len, fd.name != NULL);
             if (i >= 0 && h) {
                 h->route = (uint32_t)i;
                 h->stamp = t->slot[i].stamp;

@@ -170,12 +170,11 @@ typedef struct fast_delta_t {
     size_t len;                        /* frame length: p[len] is the separator */
     int type;                          /* cc_hot_type, or FAST_TEXT_START / FAST_TEXT_END */
     int escaped;                       /* the frame holds an escape (strings need decoding) */
-    int has_name;                      /* a tool-call-delta that names its tool */
     const char *run, *from, *key, *text; /* runId; from; payload.id or toolCallId; text or argsTextDelta */
     size_t run_len, from_len, key_len, text_len; /* (the strings still escaped, between their quotes) */
     const char *pm;                    /* a text or reasoning delta's providerMetadata object, or NULL */
     size_t pm_len;
-    const char *name;                  /* a tool-call-delta's toolName (has_name), or NULL */
+    const char *name;                  /* a tool-call-delta's toolName, or NULL: it names none */
     size_t name_len;
     int extra;                         /* cc_scan_hot refuses it, for keys the chunk's schema does not
                                         * know or a tool-call-delta's providerMetadata (other_read) */
@@ -317,7 +316,6 @@ CC_INLINE int isa_template(const char *p, fast_frame *fp, int nb, fast_delta_t *
         if (out->type == FAST_START && !lit_str(fp, &x, "\",\"messageId\":\"", 15, &s)) return 0;
         out->text = NULL;
         out->text_len = 0;
-        out->has_name = 0;
     } else if (!tool) {
         if (!lit_str(fp, &x, "\",\"payload\":{\"id\":\"", 19, &s)) return 0;
         out->key = p + s;
@@ -336,7 +334,6 @@ CC_INLINE int isa_template(const char *p, fast_frame *fp, int nb, fast_delta_t *
         }
         out->text = p + ts;
         out->text_len = x - ts;
-        out->has_name = 0;
     } else {
         if (!lit_str(fp, &x, "\",\"payload\":{\"argsTextDelta\":\"", 30, &ts)) return 0;
         out->text = p + ts;
@@ -344,8 +341,7 @@ CC_INLINE int isa_template(const char *p, fast_frame *fp, int nb, fast_delta_t *
         if (!lit_str(fp, &x, "\",\"toolCallId\":\"", 16, &s)) return 0;
         out->key = p + s;
         out->key_len = x - s;
-        out->has_name = fp->e - x != 3;
-        if (out->has_name) {
+        if (fp->e - x != 3) {                       /* it names its tool */
             if (!lit_str(fp, &x, "\",\"toolName\":\"", 14, &s)) return 0;
             out->name = p + s;
             out->name_len = x - s;
@@ -519,6 +515,28 @@ CC_INLINE cc_prefix *tail_find(cc_prefix_cache *c, const char *p, const fast_fra
     return NULL;
 }
 
+/* *out for the frame at p (end: its length) read from the kept head or template e: its text is
+ * text_len bytes after the head, nb its backslashes. */
+CC_INLINE void kept_fill(fast_delta_t *out, cc_prefix *e, const char *p, size_t end, size_t text_len, int nb) {
+    out->len = end;
+    out->type = e->type;
+    out->escaped = nb > 0;
+    out->run = field_at(p, e->run_off, end);
+    out->run_len = e->run_len;
+    out->from = field_at(p, e->from_off, end);
+    out->from_len = e->from_len;
+    out->key = field_at(p, e->key_off, end);
+    out->key_len = e->key_len;
+    out->pm = e->pm_len ? field_at(p, e->pm_off, end) : NULL;
+    out->pm_len = e->pm_len;
+    out->name = NULL;                  /* (only text and reasoning deltas are kept) */
+    out->name_len = 0;
+    out->extra = e->extra;
+    out->text = p + e->len;
+    out->text_len = text_len;
+    out->head = e;
+}
+
 /* fast_delta_read for a frame whose head is kept: 1 with *out filled, 0 for "read it in full". */
 CC_INLINE int fast_delta_kept(cc_prefix_cache *c, const char *p, size_t avail, char sep, fast_delta_t *out,
                               int avx2) {
@@ -534,24 +552,7 @@ CC_INLINE int fast_delta_kept(cc_prefix_cache *c, const char *p, size_t avail, c
         if (++b == fr.nblk) return 0;
     size_t t = k + (b << 6) + ctz64(fr.q[b]), end = fr.e;
     if (end - t != 3 || !same(p + t, "\"}}", 3)) return 0;
-    out->len = end;
-    out->type = e->type;
-    out->escaped = nb > 0;
-    out->has_name = 0;
-    out->run = p + e->run_off;
-    out->run_len = e->run_len;
-    out->from = p + e->from_off;
-    out->from_len = e->from_len;
-    out->key = p + e->key_off;
-    out->key_len = e->key_len;
-    out->pm = e->pm_len ? p + e->pm_off : NULL;
-    out->pm_len = e->pm_len;
-    out->name = NULL;
-    out->name_len = 0;
-    out->extra = e->extra;
-    out->text = p + k;
-    out->text_len = t - k;
-    out->head = e;
+    kept_fill(out, e, p, end, t - k, nb);
     return 1;
 }
 
@@ -659,25 +660,7 @@ CC_INLINE int other_read(cc_prefix_cache *c, const char *p, const fast_frame *f,
     other_keys k;
     cc_prefix *kt;
     if ((kt = tail_find(c, p, f)) != NULL) {  /* a kept template: its keys are known */
-        size_t e = f->e;
-        out->len = e;
-        out->type = kt->type;
-        out->escaped = nb > 0;
-        out->has_name = 0;
-        out->run = field_at(p, kt->run_off, e);
-        out->run_len = kt->run_len;
-        out->from = field_at(p, kt->from_off, e);
-        out->from_len = kt->from_len;
-        out->key = field_at(p, kt->key_off, e);
-        out->key_len = kt->key_len;
-        out->pm = kt->pm_len ? field_at(p, kt->pm_off, e) : NULL;
-        out->pm_len = kt->pm_len;
-        out->name = NULL;
-        out->name_len = 0;
-        out->extra = kt->extra;
-        out->text = p + kt->len;
-        out->text_len = e - kt->tail_len - kt->len;
-        out->head = kt;
+        kept_fill(out, kt, p, f->e, f->e - kt->tail_len - kt->len, nb);
         return 1;
     }
     k.seen = 0;
@@ -702,7 +685,6 @@ CC_INLINE int other_read(cc_prefix_cache *c, const char *p, const fast_frame *f,
     int tool = out->type == CC_HOT_TOOL_CALL_DELTA, key = tool ? OK_CALL : OK_ID, text = tool ? OK_ARGS : OK_TEXT;
     out->len = f->e;
     out->escaped = nb > 0;
-    out->has_name = (k.seen >> OK_NAME) & 1;
     out->run = p + k.s[OK_RUN];
     out->run_len = k.n[OK_RUN];
     out->from = (k.seen >> OK_FROM & 1) ? p + k.s[OK_FROM] : NULL;
@@ -714,8 +696,8 @@ CC_INLINE int other_read(cc_prefix_cache *c, const char *p, const fast_frame *f,
     /* (a tool call's providerMetadata, checked, changes nothing accumulation keeps) */
     out->pm = pm && !tool ? p + k.s[OK_PM] : NULL;
     out->pm_len = pm && !tool ? k.n[OK_PM] : 0;
-    out->name = out->has_name ? p + k.s[OK_NAME] : NULL;
-    out->name_len = out->has_name ? k.n[OK_NAME] : 0;
+    out->name = k.seen >> OK_NAME & 1 ? p + k.s[OK_NAME] : NULL;
+    out->name_len = k.seen >> OK_NAME & 1 ? k.n[OK_NAME] : 0;
     out->extra = k.extra || (pm && tool);
     out->head = NULL;
     return 1;
