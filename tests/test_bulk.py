@@ -363,6 +363,41 @@ def test_stats_match_a_plain_count(tmp_path, log):
     assert st.tool_calls == calls
 
 
+def test_a_log_in_memory_is_one_input_as_for_scan(tmp_path, log):
+    """reconstruct, stats and grep take bytes as scan does, with the file's answers."""
+    p = tmp_path / "log.ndjson"
+    bad = log + b'{"type":"text-delta","runId":"cut'
+    p.write_bytes(bad)
+    for data in (bad, bytearray(bad), memoryview(bad)):
+        got_errs, want_errs = [], []
+        got = [json.dumps(_view(r)) for r in bulk.reconstruct(data, errors=got_errs)]
+        want = [json.dumps(_view(r)) for r in bulk.reconstruct(p, errors=want_errs)]
+        assert got == want and len(got) > 1                            # the same runs, in the same order
+        assert [(e.source, e.offset, e.reason) for e in got_errs] == [("<bytes>", len(log), r.reason)
+                                                                       for r in want_errs] != []
+        with pytest.raises(chunkcodec.DecodeError):
+            list(bulk.reconstruct(data, strict=True))
+        # (workers: the runs of a log in memory are done in this process, apply too)
+        assert list(bulk.reconstruct(data, apply=lambda r: r.run_id, workers=2)) == \
+            [r.run_id for r in bulk.reconstruct(p)]
+        seen = []
+        assert sum(1 for _ in bulk.reconstruct(data, progress=seen.append)) == len(want)
+        assert sum(seen) == len(bad)
+        st, st_file = bulk.stats(data, workers=2), bulk.stats(p, workers=1)
+        assert [c.source for c in st.corrupt] == ["<bytes>"]
+        st.corrupt = st_file.corrupt = []
+        assert st == st_file
+    hits = list(bulk.grep(bad, types=["tool-*"], context=1))
+    want_hits = list(bulk.grep(p, types=["tool-*"], context=1))
+    assert hits and [h.source for h in hits] == ["<bytes>"] * len(hits)
+    assert [(h.offset, h.type, h.run_id, h.frame, h.match) for h in hits] == \
+        [(h.offset, h.type, h.run_id, h.frame, h.match) for h in want_hits]
+    with pytest.raises(TypeError, match="a log in memory .bytes. is an input on its own"):
+        list(bulk.reconstruct([log, log]))
+    with pytest.raises(TypeError, match="an input on its own"):
+        bulk.stats([str(p), log])
+
+
 # ------------------------------------------------------------------------------------------------
 # command line
 

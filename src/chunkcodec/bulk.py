@@ -74,11 +74,20 @@ class CorruptRegion(msgspec.Struct, frozen=True):
 # ------------------------------------------------------------------------------------------------
 # Inputs
 
+def _in_memory(source: Any) -> bool:
+    """A log held in memory (bytes-like), which scan, reconstruct, stats and grep take as one input,
+    as against a path."""
+    return isinstance(source, (bytes, bytearray, memoryview))
+
+
 def iter_sources(inputs: Any) -> Iterator[str]:
     """Expand paths, directories and globs into file names ('-' is standard input)."""
-    if isinstance(inputs, (str, os.PathLike)):
+    if isinstance(inputs, (str, os.PathLike)) or _in_memory(inputs):
         inputs = [inputs]
     for item in inputs:
+        if _in_memory(item):
+            raise TypeError(f"a log in memory ({type(item).__name__}) is an input on its own, not one "
+                            "of a list of paths: pass it alone, or write it to a file")
         s = os.fspath(item)
         if s == "-":
             yield s
@@ -123,7 +132,7 @@ def open_stream(path: str) -> Any:
 def _load(source: Any) -> tuple[Any, str, CorruptRegion | None]:
     """(buffer, name, cut) for scan: an mmap of a plain file, else the bytes in memory; cut is
     where a compressed input ends early (None when it is whole)."""
-    if isinstance(source, (bytes, bytearray, memoryview)):
+    if _in_memory(source):
         return source, "<bytes>", None
     path = os.fspath(source)
     if path == "-":
@@ -843,6 +852,10 @@ def reconstruct(inputs: Any, framing: str = "auto", strict: bool = False, errors
     a script calling this with workers must guard its entry point with
     ``if __name__ == "__main__":``.)
 
+    inputs may also be one log in memory (bytes, bytearray, memoryview), as for scan: its runs
+    are reconstructed in this process, the way a file's are with one worker, and its
+    CorruptRegions are named "<bytes>".
+
     The order: each file is fed in pieces of RUN_PIECE_BYTES; after each piece come the runs
     whose finish chunk came in it, by runId; at the end of the file the others, by runId.
 
@@ -854,6 +867,10 @@ def reconstruct(inputs: Any, framing: str = "auto", strict: bool = False, errors
     """
     n = _workers(workers)
     errs = errors if errors is not None else []
+    if _in_memory(inputs):
+        runs = _runs(_buffer_pieces(inputs, progress), "<bytes>", framing, strict, errs)
+        yield from (runs if apply is None else map(apply, runs))
+        return
     jobs = _scheduled(iter_sources(inputs), n,
                       lambda ex, path: ex.submit(_file_runs, path, framing, strict, apply, RUN_PIECE_BYTES))
     for path, job, pool in jobs:
@@ -1335,8 +1352,11 @@ def stats(inputs: Any, framing: str = "auto", strict: bool = False, progress: An
     tool calls and tool errors per tool, finish reasons, status, bytes, and corrupt regions.
     progress: as for reconstruct.  workers: threads for the index and processes for the runs (as
     reconstruct's, files shared out the same way; default: every CPU this process may use); the
-    counts do not depend on it."""
+    counts do not depend on it.  inputs: as for reconstruct, a log in memory included (its runs
+    are done in this process, its index on `workers` threads)."""
     n = _workers(workers)
+    if _in_memory(inputs):
+        return _stats_of(inputs, framing, strict, n, progress, None)
     st = Stats()
     jobs = _scheduled(iter_sources(inputs), n,
                       lambda ex, path: ex.submit(_file_stats, path, framing, strict, RUN_PIECE_BYTES))
@@ -1362,19 +1382,20 @@ def _file_stats(path: str, framing: str, strict: bool, piece: int) -> bytes:
     return _answer(work)
 
 
-def _stats_of(path: str, framing: str, strict: bool, n: int, progress: Any, pool: Any,
+def _stats_of(path: Any, framing: str, strict: bool, n: int, progress: Any, pool: Any,
               piece: int | None = None) -> Stats:
-    """stats of one input; the runs on n processes (pool: the workers to use, if any) for a file
-    that is split, else handed out after pieces of `piece` bytes (default RUN_PIECE_BYTES)."""
+    """stats of one input (a path, or a log in memory); the runs on n processes (pool: the workers
+    to use, if any) for a file that is split, else handed out after pieces of `piece` bytes
+    (default RUN_PIECE_BYTES)."""
     st = Stats()
     found: list = []
     got: list = []        # the index, made while the workers (if any) reconstruct the runs
     counts = None
-    if n > 1:
+    if n > 1 and not _in_memory(path):
         counts = _parallel_runs(path, framing, strict, found, n, _run_counts, progress,
                                 lambda: got.append(scan(path, framing, workers=n)), pool=pool)
     idx = got[0] if got else scan(path, framing, workers=n)
-    name = idx.source if path != "-" else "<stdin>"
+    name = "<stdin>" if isinstance(path, str) and path == "-" else idx.source
     st.bytes += idx.nbytes
     st.frames += len(idx)
     for k, v in idx.type_counts().items():
@@ -1529,14 +1550,15 @@ def grep(inputs: Any, pattern: str | bytes | None = None, types: Iterable[str] =
     one), a regular expression searched in the frame's JSON text as written (so it sees tool
     names, arguments, errors; a delta's text matches only within one delta).  context=N also
     yields the N chunks before and after each match *in the same run* (match=False), which in an
-    interleaved log is the context that means something.  Hits come in log order."""
+    interleaved log is the context that means something.  Hits come in log order.  inputs: as for
+    reconstruct (a log in memory's hits are named "<bytes>")."""
     import numpy as np
     codes = _type_matcher(types) if types else None
     rx = None
     if pattern is not None:
         pat = pattern.encode() if isinstance(pattern, str) else pattern
         rx = re.compile(pat, re.IGNORECASE if ignore_case else 0)
-    for path in iter_sources(inputs):
+    for path in [inputs] if _in_memory(inputs) else iter_sources(inputs):
         idx = scan(path, framing)
         keep = np.ones(len(idx), dtype=bool)
         if codes is not None:
@@ -1566,7 +1588,7 @@ def grep(inputs: Any, pattern: str | bytes | None = None, types: Iterable[str] =
                 at = int(np.searchsorted(same, r))
                 for c in same[max(0, at - context):at + context + 1].tolist():
                     show[c] = show.get(c, False) or c == r
-        name = "<stdin>" if path == "-" else idx.source
+        name = "<stdin>" if isinstance(path, str) and path == "-" else idx.source
         for r in sorted(show):
             k = int(idx.run[r])
             yield Hit(name, int(idx.offset[r]), TYPE_NAMES[int(idx.type[r])], idx.run_ids[k] if k >= 0 else None,
