@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "chunkcodec/accum.h"
+#include "chunkcodec/alloc.h"
 #include "chunkcodec/frame.h"
 #include "chunkcodec/scan.h"
 
@@ -90,7 +91,7 @@ ptrdiff_t cc_route_put(cc_routes *t, int type, const char *run, size_t run_len, 
     char *ext = NULL;
     if (kl > CC_ROUTE_KEY_MAX) return -1;
     if (!pm || pm_len > CC_ROUTE_KEY_MAX) pm_len = 0;
-    if (xk + pm_len && !(ext = malloc(xk + pm_len))) {
+    if (xk + pm_len && !(ext = cc_malloc(xk + pm_len))) {
         if (xk) return -1;
         pm_len = 0;                                  /* (the route without its providerMetadata) */
     }
@@ -127,7 +128,7 @@ ptrdiff_t cc_route_put(cc_routes *t, int type, const char *run, size_t run_len, 
 int cc_prefix_cache_init(cc_prefix_cache *c, unsigned bits) {
     size_t sets = (size_t)1 << bits;
     /* one block: the slots, then the per-set bytes */
-    c->slot = calloc(1, 2 * sets * sizeof(cc_prefix) + sets);
+    c->slot = cc_calloc(1, 2 * sets * sizeof(cc_prefix) + sets);
     c->older = c->slot ? (uint8_t *)(c->slot + 2 * sets) : NULL;
     c->bits = bits;
     return c->slot != NULL;
@@ -147,7 +148,7 @@ int cc_routes_init(cc_routes *t, unsigned bits) {
     t->evicted = 0;
     t->heads.slot = NULL;
     t->heads.older = NULL;
-    t->slot = calloc((size_t)1 << bits, sizeof(cc_route));
+    t->slot = cc_calloc((size_t)1 << bits, sizeof(cc_route));
     if (!t->slot || !cc_prefix_cache_init(&t->heads, bits - 1)) {
         cc_routes_free(t);
         return 0;

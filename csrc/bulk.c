@@ -15,6 +15,7 @@
 #include "chunkcodec/frame.h"
 #include "chunkcodec/scan.h"
 #include "chunkcodec/accum.h"
+#include "chunkcodec/alloc.h"
 
 #include "fast_delta.h"
 
@@ -29,8 +30,8 @@ CC_INLINE uint64_t hash_bytes(const char *p, size_t n) {
 int cc_runtab_init(cc_runtab *t, size_t cap) {
     size_t c = 64;
     while (c < cap) c <<= 1;
-    t->ents = calloc(c, sizeof(cc_runent));
-    t->heads = malloc(sizeof(cc_prefix_cache));
+    t->ents = cc_calloc(c, sizeof(cc_runent));
+    t->heads = cc_malloc(sizeof(cc_prefix_cache));
     if (t->heads && !cc_prefix_cache_init(t->heads, CC_PREFIX_BITS)) {
         free(t->heads);
         t->heads = NULL;
@@ -55,7 +56,7 @@ void cc_runtab_free(cc_runtab *t) {
 
 static int runtab_grow(cc_runtab *t) {
     size_t nc = t->cap * 2;
-    cc_runent *ne = calloc(nc, sizeof(cc_runent));
+    cc_runent *ne = cc_calloc(nc, sizeof(cc_runent));
     if (!ne) return 0;
     for (size_t i = 0; i < t->cap; i++) {
         cc_runent *e = &t->ents[i];
@@ -582,7 +583,7 @@ static int scratch_reserve(cc_index *s, size_t rows) {
     if (rows <= s->cap) return 1;
     size_t c = s->cap ? s->cap : 1024;
     while (c < rows) c *= 2;
-#define GROW(f, T) do { T *q = realloc(s->f, c * sizeof(T)); if (!q) return 0; s->f = q; } while (0)
+#define GROW(f, T) do { T *q = cc_realloc(s->f, c * sizeof(T)); if (!q) return 0; s->f = q; } while (0)
     GROW(offset, int64_t);
     GROW(length, int64_t);
     GROW(type, int16_t);
@@ -598,7 +599,7 @@ static int first_reserve(cc_backscan *b, size_t n) {
     if (n <= b->first_cap) return 1;
     size_t c = b->first_cap ? b->first_cap : 256;
     while (c < n) c *= 2;
-    int64_t *q = realloc(b->first, c * sizeof(int64_t));
+    int64_t *q = cc_realloc(b->first, c * sizeof(int64_t));
     if (!q) return 0;
     for (size_t i = b->first_cap; i < c; i++) q[i] = INT64_MAX;
     b->first = q;

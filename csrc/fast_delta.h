@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "chunkcodec/accum.h"
+#include "chunkcodec/alloc.h"
 #include "chunkcodec/scan.h"
 
 #if defined(__GNUC__) || defined(__clang__)
@@ -442,7 +443,7 @@ CC_INLINE const char *field_at(const char *p, uint16_t off, size_t e) {
  * NULL when out of memory for them. */
 CC_INLINE cc_prefix *slot_take(cc_prefix_cache *c, size_t set, size_t n) {
     char *ext = NULL;
-    if (n > CC_PREFIX_INLINE && !(ext = malloc(n))) return NULL;
+    if (n > CC_PREFIX_INLINE && !(ext = cc_malloc(n))) return NULL;
     cc_prefix *e = &c->slot[2 * set];
     if (e->len && (!e[1].len || c->older[set] == 1)) e++;
     c->older[set] = (uint8_t)(e == &c->slot[2 * set]);   /* the other one is older now */

@@ -14,8 +14,9 @@ from libc.stdint cimport int16_t, int32_t, int64_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memchr, memcpy
 
-from ._cdefs cimport (cc_backscan, cc_backscan_free, cc_backscan_init, cc_bulk_boundary, cc_bulk_scan,
-                      cc_bulk_scan_back, cc_index, cc_runtab, cc_runtab_free, cc_runtab_init, cc_typetab)
+from ._cdefs cimport (cc_alloc_arm, cc_backscan, cc_backscan_free, cc_backscan_init, cc_bulk_boundary,
+                      cc_bulk_scan, cc_bulk_scan_back, cc_index, cc_runtab, cc_runtab_free, cc_runtab_init,
+                      cc_typetab)
 
 #: Rows asked for per call: enough for a range of small frames, grown in steps past it.
 cdef Py_ssize_t MIN_ROWS = 4096
@@ -26,6 +27,11 @@ ROW_GUESS = BYTES_PER_ROW_GUESS
 #: imported when columns are made, not with this module, so that the command line's reconstruct,
 #: cat and bench, which make none, start without it.)
 DTYPES = ("int64", "int64", "int16", "int32", "int64", "int64")
+
+
+def _alloc_arm(long long after):
+    """(A test hook.)  _core._alloc_arm for this module's copy of the C core."""
+    return cc_alloc_arm(after)
 
 
 cdef class TypeTable:

@@ -8,6 +8,10 @@ cdef extern from "chunkcodec/status.h":
         CC_NOT_HOT
 
 
+cdef extern from "chunkcodec/alloc.h":
+    long long cc_alloc_arm(long long after)
+
+
 cdef extern from "chunkcodec/frame.h":
     ctypedef enum cc_framing:
         CC_FRAMING_AUTO

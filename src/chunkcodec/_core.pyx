@@ -335,6 +335,12 @@ def fast_isa():
     return "avx2" if cc_fast_avx2() else "portable"
 
 
+def _alloc_arm(long long after):
+    """(A test hook.)  Arm the C core's allocation countdown in this module (csrc alloc.h): the
+    allocation after `after` more fails; after < 0 disarms.  Returns what was left before."""
+    return cc_alloc_arm(after)
+
+
 def utf8_valid(data):
     """(A test hook.)  Whether the C core takes data as well-formed UTF-8 (cc_utf8_valid: 32 bytes
     at a time where the CPU has AVX2, as fast_isa() says, and data is 8 bytes or more; else a
