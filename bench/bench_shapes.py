@@ -17,6 +17,7 @@ them ({"type","runId","from","payload":{"id","providerMetadata"?,"text"}}, compa
   and ": "), and its defaults (those spaces and \\u escapes for every non-ASCII character);
 - a key the schema does not know: a log's sequence number beside the type (a new one on every
   line), or a proxy's tag (the same on every line);
+- CRLF line ends (a log written on Windows);
 - a tab for white space: frames the delta loops leave to the general path, shown for what that
   costs (not checked).
 
@@ -58,6 +59,7 @@ SHAPES = {
     "sorted keys, providerMetadata": (UUID, "txt-0", '{"openai":{"itemId":"msg_%d"}}', "text", "sorted"),
     "a sequence number": (UUID, "txt-0", None, "text", "seq"),
     "a proxy's tag": (UUID, "txt-0", None, "text", "tag"),
+    "CRLF line ends": (UUID, "txt-0", None, "text", "crlf"),
     "a tab for white space": (UUID, "txt-0", None, "text", "tab"),
 }
 GENERAL = {"a tab for white space"}    # not the loops': shown, not checked
@@ -97,7 +99,8 @@ def make_log(shape: str, runs: int, deltas: int) -> tuple[bytes, dict, list]:
             lines.append(line)
             texts.append(text)
             want[rid] = want.get(rid, "") + text
-    return ("\n".join(lines) + "\n").encode(), want, texts
+    end = "\r\n" if how == "crlf" else "\n"
+    return (end.join(lines) + end).encode(), want, texts
 
 
 def check(shape: str, data: bytes, want: dict, texts: list) -> None:

@@ -243,12 +243,11 @@ CC_INLINE size_t accum_deltas(int framing, const char *buf, size_t len, size_t m
             if (!fast_delta_read(&t->heads, p + skip, len - done - skip, sep, &fd, avx2)) break;
             head_keep(&t->heads, p + skip, &fd);
         }
-        if (skip + fd.len > max_frame) break;
-        size_t next = skip + fd.len + 1;
-        if (skip) {                                  /* the blank line that ends the event */
-            if (next >= len - done || p[next] != '\n') break;
-            next++;
-        }
+        /* (max_frame is on the frame's line, or SSE event, a CR before its LF included: the
+         * general path's measure) */
+        if (skip + fd.len + (p[skip + fd.len] == '\r') > max_frame) break;
+        size_t next = frame_next(p, skip, len - done, &fd);
+        if (!next) break;
         if (fd.type >= FAST_TEXT_START) {            /* for the caller, without a decode */
             event_stop(st, fd.type, &fd, next);      /* (the same codes: see the assert above) */
             break;

@@ -509,11 +509,8 @@ CC_INLINE ptrdiff_t bulk_scan(int framing, const char *buf, size_t len, int fina
                     break;
                 head_keep(runs->heads, p + skip, &fd);
             }
-            size_t next = skip + fd.len + 1;
-            if (skip) {                                  /* the blank line that ends the event */
-                if (next >= len - done || p[next] != '\n') break;
-                next++;
-            }
+            size_t next = frame_next(p, skip, len - done, &fd);
+            if (!next) break;
             if (!index_fast(buf, base, done + skip, fd.len, types->hot[fd.type], fd.run, fd.run_len, fd.text,
                             fd.text_len, fd.head, runs, out, &st))
                 return -1;

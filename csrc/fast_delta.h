@@ -214,7 +214,8 @@ CC_INLINE int lit_str(fast_frame *f, size_t *x, const char *lit, size_t ln, size
  * f->nblk the blocks read, *nb the backslashes.  Then walk the escapes in order (the quote of \"
  * is no string end; "\\" and surrogate pairs take the backslashes inside them), and check the
  * UTF-8 of the non-ASCII bytes.  0 when the frame does not end within FAST_MAX_BLOCKS blocks of
- * p, or not with sep, or holds more than FAST_MAX_ESCAPES backslashes, a bad escape or bad UTF-8.
+ * p, or not with sep (or, when sep is LF, CRLF: the CR is not the frame's, as on the general path),
+ * or holds more than FAST_MAX_ESCAPES backslashes, a bad escape or bad UTF-8.
  * (The bytes before `from` are the caller's: they must hold no backslash or control byte.) */
 CC_INLINE int read_frame(const char *p, size_t from, size_t avail, char sep, fast_frame *f, int *nb_out, int avx2) {
     uint32_t bs[FAST_MAX_ESCAPES];
@@ -250,7 +251,9 @@ CC_INLINE int read_frame(const char *p, size_t from, size_t avail, char sep, fas
             break;
         }
     }
-    if (f->e >= FAST_MAX_BLOCKS * 64 || f->e >= avail || p[f->e] != sep) return 0;
+    if (f->e >= FAST_MAX_BLOCKS * 64 || f->e >= avail) return 0;
+    if (p[f->e] != sep && !(sep == '\n' && p[f->e] == '\r' && f->e + 1 < avail && p[f->e + 1] == '\n'))
+        return 0;                      /* (a line may end in CRLF, as the general path's split allows) */
     for (int i = 0; i < nb; i++) {
         size_t at = bs[i], l = cc_escape_len(p + at + 1, f->e - at - 1);
         if (!l) return 0;
@@ -728,6 +731,21 @@ CC_INLINE int fast_delta_read(cc_prefix_cache *c, const char *p, size_t avail, c
         if (!delta_type_at(p + 9, avail - 9)) return 0;     /* (a text-start, a start...: that shape only) */
     }
     return other_read(c, p, &fr, nb, out);
+}
+
+/* Where the frame after the one read into fd starts, counted from p, the start of its line (its
+ * JSON starts at p + skip: skip is 6 for an SSE `data: ` line, else 0): past its line end (the
+ * separator; LF or CRLF, which read_frame checked), and for SSE past the blank line that ends the
+ * event (LF or CRLF).  0 when that blank line is not within the avail bytes at p. */
+CC_INLINE size_t frame_next(const char *p, size_t skip, size_t avail, const fast_delta_t *fd) {
+    size_t next = skip + fd->len;
+    next += p[next] == '\r' ? 2 : 1;
+    if (skip) {
+        if (next + 1 < avail && p[next] == '\r' && p[next + 1] == '\n') return next + 2;
+        if (next >= avail || p[next] != '\n') return 0;
+        next++;
+    }
+    return next;
 }
 
 /* A loop over frames that calls fast_delta_read(..., avx2) is instantiated twice: NAME_sse2 with

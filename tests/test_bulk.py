@@ -122,11 +122,16 @@ def _tricky_deltas():
     return out + again
 
 
-@pytest.mark.parametrize("framing", ["ndjson", "rs", "sse"])
+# (-crlf: lines ended by CRLF, which the delta loops take as they take LF)
+SEPARATORS = {"ndjson": (b"\n", b"", b""), "rs": (b"\x1e", b"", b""), "sse": (b"\n\n", b"data: ", b"data: [DONE]\n\n"),
+              "ndjson-crlf": (b"\r\n", b"", b""), "sse-crlf": (b"\r\n\r\n", b"data: ", b"data: [DONE]\r\n\r\n")}
+
+
+@pytest.mark.parametrize("framing", list(SEPARATORS))
 def test_tricky_delta_frames_native_equals_reference(framing, reference):
     frames = _tricky_deltas()
-    sep, pre, end = {"ndjson": (b"\n", b"", b""), "rs": (b"\x1e", b"", b""),
-                     "sse": (b"\n\n", b"data: ", b"data: [DONE]\n\n")}[framing]
+    sep, pre, end = SEPARATORS[framing]
+    framing = framing.split("-")[0]
     data = b"".join(pre + f + sep for f in frames) + end
     for d in (data, data if end else data[:-1]):       # with and without the last separator
         idx = bulk.scan(d, framing)
@@ -143,10 +148,11 @@ def test_tricky_delta_frames_native_equals_reference(framing, reference):
             assert idx.text(i) == want
 
 
-@pytest.mark.parametrize("framing", ["ndjson", "rs", "sse"])
+@pytest.mark.parametrize("framing", list(SEPARATORS))
 def test_delta_frames_after_a_kept_head_native_equals_reference(framing, reference):
     frames = kept_head_frames()
-    sep, pre = {"ndjson": (b"\n", b""), "rs": (b"\x1e", b""), "sse": (b"\n\n", b"data: ")}[framing]
+    sep, pre, _ = SEPARATORS[framing]
+    framing = framing.split("-")[0]
     data = b"".join(pre + f + sep for f in frames)
     idx = bulk.scan(data, framing)
     assert _columns(idx) == _columns(reference(data, framing))
