@@ -17,7 +17,9 @@ them ({"type","runId","from","payload":{"id","providerMetadata"?,"text"}}, compa
   and ": "), and its defaults (those spaces and \\u escapes for every non-ASCII character);
 - a key the schema does not know: a log's sequence number beside the type (a new one on every
   line), or a proxy's tag (the same on every line);
-- CRLF line ends (a log written on Windows);
+- the line ends and SSE fields around the JSON: CRLF line ends (a log written on Windows), SSE
+  as Mastra's agent routes write it (`data: ` and a blank line), SSE with CRLF, with `data:` and
+  no space, with id and event fields before the data line (a server that lets clients resume);
 - a tab for white space: frames the delta loops leave to the general path, shown for what that
   costs (not checked).
 
@@ -60,6 +62,10 @@ SHAPES = {
     "a sequence number": (UUID, "txt-0", None, "text", "seq"),
     "a proxy's tag": (UUID, "txt-0", None, "text", "tag"),
     "CRLF line ends": (UUID, "txt-0", None, "text", "crlf"),
+    "SSE": (UUID, "txt-0", None, "text", "sse"),
+    "SSE, CRLF": (UUID, "txt-0", None, "text", "sse-crlf"),
+    "SSE, data: and no space": (UUID, "txt-0", None, "text", "sse-nospace"),
+    "SSE, id and event fields": (UUID, "txt-0", None, "text", "sse-fields"),
     "a tab for white space": (UUID, "txt-0", None, "text", "tab"),
 }
 GENERAL = {"a tab for white space"}    # not the loops': shown, not checked
@@ -99,6 +105,10 @@ def make_log(shape: str, runs: int, deltas: int) -> tuple[bytes, dict, list]:
             lines.append(line)
             texts.append(text)
             want[rid] = want.get(rid, "") + text
+    if how.startswith("sse"):
+        pre, end = {"sse": ("data: ", "\n\n"), "sse-crlf": ("data: ", "\r\n\r\n"), "sse-nospace": ("data:", "\n\n"),
+                    "sse-fields": ("id: %d\nevent: chunk\ndata: ", "\n\n")}[how]
+        return "".join((pre % i if "%d" in pre else pre) + ln + end for i, ln in enumerate(lines)).encode(), want, texts
     end = "\r\n" if how == "crlf" else "\n"
     return (end.join(lines) + end).encode(), want, texts
 
@@ -138,7 +148,7 @@ def main(argv: list | None = None) -> int:
         scan = best(lambda d: bulk.scan(d, workers=1), data, args.repeat) / n * 1e9
         rows.append((shape, len(data) / n, acc, scan))
     acc0, scan0 = rows[0][2], rows[0][3]
-    print(f"{args.runs} runs interleaved delta by delta, {args.deltas} deltas each, NDJSON; "
+    print(f"{args.runs} runs interleaved delta by delta, {args.deltas} deltas each, NDJSON unless named; "
           f"best of {args.repeat}")
     print(f"{'shape':30} {'bytes/delta':>11} {'accumulate ns':>13} {'x plain':>7} {'scan ns':>8} {'x plain':>7}")
     for shape, size, acc, scan in rows:

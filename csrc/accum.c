@@ -226,8 +226,9 @@ CC_INLINE void delta_stop(cc_accum_stop *st, int event, const fast_delta_t *fd, 
 
 CC_INLINE size_t accum_deltas(int framing, const char *buf, size_t len, size_t max_frame, cc_routes *t,
                               cc_accum_stop *st, int avx2) {
-    /* SSE: an event of one `data: ` line ended by a blank line; RS, NDJSON: a record or line. */
-    const size_t skip = framing == CC_FRAMING_SSE ? 6 : 0;
+    /* SSE: an event of one `data:` line (other fields before it) ended by a blank line; RS,
+     * NDJSON: a record or line. */
+    const int sse = framing == CC_FRAMING_SSE;
     const char sep = framing == CC_FRAMING_RS ? '\x1e' : '\n';
     size_t done = 0;
     st->frames = 0;
@@ -235,9 +236,10 @@ CC_INLINE size_t accum_deltas(int framing, const char *buf, size_t len, size_t m
     st->need = 0;
     st->event = 0;
     if (framing != CC_FRAMING_SSE && framing != CC_FRAMING_RS && framing != CC_FRAMING_NDJSON) return 0;
-    while (len - done > skip + 40) {
+    while (len - done > (sse ? 46u : 40u)) {
         const char *p = buf + done;
-        if (skip ? !(p[skip] == '{' && memcmp(p, "data: ", 6) == 0) : p[0] != '{') break;
+        size_t skip = 0;
+        if (sse ? !(skip = sse_json_at(p, len - done)) : p[0] != '{') break;
         fast_delta_t fd;
         if (!fast_delta_kept(&t->heads, p + skip, len - done - skip, sep, &fd, avx2)) {
             if (!fast_delta_read(&t->heads, p + skip, len - done - skip, sep, &fd, avx2)) break;

@@ -494,14 +494,16 @@ CC_INLINE ptrdiff_t bulk_scan(int framing, const char *buf, size_t len, int fina
     scan_state st;
     memset(&st, 0, sizeof st);
     size_t done = 0;
-    /* SSE: an event of one `data: ` line ended by a blank line; RS, NDJSON: a record or line. */
-    const size_t skip = framing == CC_FRAMING_SSE ? 6 : 0;
+    /* SSE: an event of one `data:` line (other fields before it) ended by a blank line; RS,
+     * NDJSON: a record or line. */
+    const int sse = framing == CC_FRAMING_SSE;
     const char sep = framing == CC_FRAMING_RS ? '\x1e' : '\n';
     while (done < len && out->n < out->cap) {
         /* the fast path, as long as it takes frames */
-        while (out->n < out->cap && len - done > skip + 40) {
+        while (out->n < out->cap && len - done > (sse ? 46u : 40u)) {
             const char *p = buf + done;
-            if (skip ? !(p[skip] == '{' && memcmp(p, "data: ", 6) == 0) : p[0] != '{') break;
+            size_t skip = 0;
+            if (sse ? !(skip = sse_json_at(p, len - done)) : p[0] != '{') break;
             fast_delta_t fd;
             if (!fast_delta_kept(runs->heads, p + skip, len - done - skip, sep, &fd, avx2)) {
                 if (!fast_delta_read(runs->heads, p + skip, len - done - skip, sep, &fd, avx2) ||

@@ -733,8 +733,31 @@ CC_INLINE int fast_delta_read(cc_prefix_cache *c, const char *p, size_t avail, c
     return other_read(c, p, &fr, nb, out);
 }
 
+/* SSE: where the JSON of the event at p starts, counted from p: the `{` that begins the value of
+ * its `data:` line (after one space or none, as the standard reads a field), past up to
+ * SSE_MAX_FIELDS lines before it of other fields (`id:`, `event:`, `retry:`, `: comment`), which
+ * the general path ignores too.  0 when the event does not start so: the general path reads it
+ * (a blank line, a line of SSE_FIELD_MAX bytes or more, one that starts with `data` but is not
+ * `data:`, or a `data:` line whose value is no object). */
+#define SSE_MAX_FIELDS 4
+#define SSE_FIELD_MAX 256
+CC_INLINE size_t sse_json_at(const char *p, size_t avail) {
+    size_t x = 0;
+    for (int fields = 0;; fields++) {
+        if (avail - x > 6 && same(p + x, "data:", 5)) {
+            x += p[x + 5] == ' ' ? 6 : 5;
+            return p[x] == '{' ? x : 0;
+        }
+        if (fields == SSE_MAX_FIELDS || avail - x < 6 || p[x] == '\n' || p[x] == '\r' || same(p + x, "data", 4))
+            return 0;
+        const char *nl = memchr(p + x, '\n', avail - x < SSE_FIELD_MAX ? avail - x : SSE_FIELD_MAX);
+        if (nl == NULL) return 0;
+        x = (size_t)(nl - p) + 1;
+    }
+}
+
 /* Where the frame after the one read into fd starts, counted from p, the start of its line (its
- * JSON starts at p + skip: skip is 6 for an SSE `data: ` line, else 0): past its line end (the
+ * JSON starts at p + skip: for SSE, sse_json_at's, else 0): past its line end (the
  * separator; LF or CRLF, which read_frame checked), and for SSE past the blank line that ends the
  * event (LF or CRLF).  0 when that blank line is not within the avail bytes at p. */
 CC_INLINE size_t frame_next(const char *p, size_t skip, size_t avail, const fast_delta_t *fd) {

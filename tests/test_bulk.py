@@ -122,9 +122,11 @@ def _tricky_deltas():
     return out + again
 
 
-# (-crlf: lines ended by CRLF, which the delta loops take as they take LF)
+# (-crlf: lines ended by CRLF; -fields: other SSE fields before the data line, and `data:` without
+# its space: the delta loops take both as they take Mastra's lines)
 SEPARATORS = {"ndjson": (b"\n", b"", b""), "rs": (b"\x1e", b"", b""), "sse": (b"\n\n", b"data: ", b"data: [DONE]\n\n"),
-              "ndjson-crlf": (b"\r\n", b"", b""), "sse-crlf": (b"\r\n\r\n", b"data: ", b"data: [DONE]\r\n\r\n")}
+              "ndjson-crlf": (b"\r\n", b"", b""), "sse-crlf": (b"\r\n\r\n", b"data: ", b"data: [DONE]\r\n\r\n"),
+              "sse-fields": (b"\n\n", b"id: 1\r\nevent: chunk\ndata:", b"data: [DONE]\n\n")}
 
 
 @pytest.mark.parametrize("framing", list(SEPARATORS))
