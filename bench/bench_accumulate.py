@@ -2,6 +2,7 @@
 
     python bench/bench_accumulate.py [--runs 40] [--deltas 300] [--repeat 7] [--json out.json]
     python bench/bench_accumulate.py --breakdown     # where chunkcodec.accumulate spends its time
+    python bench/bench_accumulate.py --kinds         # what each kind of frame costs it
     python bench/bench_accumulate.py --loop 20       # 20 calls in a row, the collector left to itself
     python bench/bench_instructions.py --bench accumulate   # the same table in CPU instructions
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import collections
 import gc
+import json
 import pathlib
 import random
 import sys
@@ -234,6 +236,23 @@ def breakdown(runs: int, deltas: int, repeat: int) -> dict:
     return out
 
 
+def kinds(runs: int, deltas: int, repeat: int) -> list:
+    """What each kind of frame costs accumulate on the log: the log timed whole and without the
+    frames of that kind (medians of interleaved rounds), and the difference per frame of the kind.
+    Rows (type, frames, ns a frame, % of the whole), dearest first.  Leaving a kind out changes
+    what the others do (without its text-start a part opens at its first delta; without the
+    step-finish frames a RunOutput has no steps to build), so a row is what leaving that kind out
+    saves, not an exact share, and the rows need not add up to the whole."""
+    frames = gen.interleaved(runs, deltas)
+    types = [json.loads(f)["type"] for f in frames]
+    counts = collections.Counter(types)
+    logs = [gen.framed(frames, "ndjson")]
+    logs += [gen.framed([f for f, t in zip(frames, types) if t != k], "ndjson") for k in counts]
+    med = [m for _, m in timeit_rounds([lambda d=d: chunkcodec.accumulate(d) for d in logs], repeat)]
+    rows = [(k, n, (med[0] - m) / n * 1e9, 100 * (med[0] - m) / med[0]) for (k, n), m in zip(counts.items(), med[1:])]
+    return sorted(rows, key=lambda r: -r[3])
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=40)
@@ -241,6 +260,8 @@ def main(argv=None):
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--json")
     ap.add_argument("--breakdown", action="store_true", help="where accumulate's time goes, instead of the table")
+    ap.add_argument("--kinds", action="store_true", help="instead of the table: what each kind of frame costs "
+                                                         "accumulate (see kinds)")
     ap.add_argument("--loop", type=int, metavar="CALLS",
                     help="instead of the table: each contender called CALLS times in a row, the last "
                          "--keep results kept, the collector left to itself (see loop_cases)")
@@ -250,6 +271,12 @@ def main(argv=None):
     if args.breakdown:
         for k, v in breakdown(args.runs, args.deltas, args.repeat).items():
             print(f"  {k:50s} {v:6}{'' if 'GB/s' in k else ' %'}")
+        return
+    if args.kinds:
+        print(f"data: {args.runs} interleaved runs of {args.deltas} deltas; chunkcodec path: {chunkcodec.IMPLEMENTATION}")
+        print(f"  {'frame type':34s} {'frames':>7s} {'ns a frame':>11s} {'% of the whole':>15s}")
+        for k, n, ns, share in kinds(args.runs, args.deltas, args.repeat):
+            print(f"  {k:34s} {n:7d} {ns:11.0f} {share:15.1f}")
         return
     if args.loop:
         rows, info = loop_cases(args.runs, args.deltas, args.loop, args.keep)

@@ -98,6 +98,20 @@ def test_accumulate_breakdown_runs_and_its_shares_add_up():
     assert len(shares) == 4 and abs(sum(shares) - 100) < 1
 
 
+def test_kinds_has_a_row_per_frame_type_with_its_count(capsys):
+    """bench_accumulate.py --kinds (the README's cost of each kind of frame): a row for every type
+    in the log, its frames counted."""
+    import collections
+    import json
+    import bench_accumulate
+    rows = bench_accumulate.kinds(runs=3, deltas=10, repeat=1)
+    want = collections.Counter(json.loads(f)["type"] for f in gen.interleaved(3, 10))
+    assert {k: n for k, n, _, _ in rows} == dict(want)
+    assert [r[3] for r in rows] == sorted((r[3] for r in rows), reverse=True)
+    bench_accumulate.main(["--runs", "3", "--deltas", "10", "--kinds", "--repeat", "1"])
+    assert capsys.readouterr().out.count("\n") == len(want) + 2
+
+
 def test_only_runs_one_case_of_each_bench_script_as_bench_instructions_asks():
     """bench_instructions.py runs `bench_<name>.py --only GROUP/NAME --loops N` under valgrind: both
     scripts take it, and a wrong case name is an error, not a silent no-op."""
