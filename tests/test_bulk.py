@@ -404,6 +404,8 @@ def test_a_log_in_memory_is_one_input_as_for_scan(tmp_path, log):
         list(bulk.reconstruct([log, log]))
     with pytest.raises(TypeError, match="an input on its own"):
         bulk.stats([str(p), log])
+    with pytest.raises(TypeError, match="a log in memory .bytes. is no path"):
+        list(bulk.iter_sources(log))       # (what a reader of paths only, as the dask helpers, says)
 
 
 # ------------------------------------------------------------------------------------------------

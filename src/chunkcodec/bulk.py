@@ -82,7 +82,10 @@ def _in_memory(source: Any) -> bool:
 
 def iter_sources(inputs: Any) -> Iterator[str]:
     """Expand paths, directories and globs into file names ('-' is standard input)."""
-    if isinstance(inputs, (str, os.PathLike)) or _in_memory(inputs):
+    if _in_memory(inputs):
+        raise TypeError(f"a log in memory ({type(inputs).__name__}) is no path: scan, reconstruct, stats and "
+                        "grep take it as it is; elsewhere, write it to a file")
+    if isinstance(inputs, (str, os.PathLike)):
         inputs = [inputs]
     for item in inputs:
         if _in_memory(item):
