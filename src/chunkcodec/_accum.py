@@ -318,8 +318,8 @@ class _Run:
 
     def finish_frame(self, step: bool, f: tuple) -> None:
         """A step-finish (step) or finish frame, its fields as pick_finish gives them."""
-        if step:
-            self.step_finish(*f)
+        if step:    # (each argument named: a call with *f would go through Python on the native path)
+            self.step_finish(f[0], f[1], f[2], f[3], f[4], f[5])
         else:
             self.finish(f[0], f[2], f[5])
 
@@ -513,9 +513,10 @@ class _Run:
         after_tool = False
         for kind, v in self.seq:
             if kind == "span":
-                if v.kind == "text":
-                    t = v.text(dec)
-                    pm = _v(v.pm)
+                part = v        # (a _Part: typed in the .pxd, so its fields are read directly)
+                t = part.text(dec)
+                pm = _v(part.pm)
+                if part.kind == "text":
                     if not t and pm is None:
                         continue
                     if after_tool:
@@ -523,9 +524,7 @@ class _Run:
                         after_tool = False
                     d = {"type": "text", "text": t}
                 else:
-                    t = v.text(dec)
-                    pm = _v(v.pm)
-                    detail = {"type": "redacted", "data": ""} if v.redacted else {"type": "text", "text": t}
+                    detail = {"type": "redacted", "data": ""} if part.redacted else {"type": "text", "text": t}
                     d = {"type": "reasoning", "reasoning": t, "details": [detail]}
                 if pm is not None:
                     d["providerMetadata"] = pm

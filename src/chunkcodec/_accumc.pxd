@@ -71,8 +71,11 @@ cdef class _Run:
     cpdef dict calls(self)
     cpdef dict usage(self)
     cpdef dict total_usage(self, usage=*)
-    @cython.locals(st=_Step, last=_Step)
+    @cython.locals(st=_Step, last=_Step, dec=_Memo)
     cpdef result(self)
+    cpdef dict _reasoning_entry(self, _Part p, _Memo dec)
+    @cython.locals(part=_Part, out=list, results=dict, errors=dict)
+    cpdef list _parts(self, _Memo dec)
 
 # The accumulator itself: its attributes are fields, not a dict (the decoder sets _current; a
 # subclass made by chunkcodec._api sets _Buf and _impl on the class; the decoder holds it weakly).

@@ -830,23 +830,31 @@ cdef class StreamDecoder:
         cdef cc_hot_t hot
         cdef tuple ss
         cdef const char* p = PyBytes_AS_STRING(owner) + start
-        if cc_scan_hot(p, length, &hot) == CC_OK:
-            self._sink_hot(&hot)
-            return
-        self._cur_run = None
-        ss = _step_start_values(p, length)
-        if ss is not None:
-            self._sink._step_start(ss[0], ss[1], ss[2])
-            return
-        span = _span(owner, start, length)
+        cdef bint finish = False
+        # (a step-finish/finish frame, the biggest of a log, is known by its first bytes: the hot
+        # and step-start scanners, which would walk into it before refusing it, are not tried)
         if length > 20 and p[0] == b'{' and (p[9] == b's' or p[9] == b'f'):
             for prefix in _FINISH_PREFIXES:
                 if length >= PyBytes_GET_SIZE(prefix) and \
                         memcmp(p, PyBytes_AS_STRING(prefix), PyBytes_GET_SIZE(prefix)) == 0:
-                    fields = _read_finish(p, length, span)
-                    if fields is not None:
-                        self._sink._finish_read(fields)
-                        return
+                    finish = True
+                    break
+        if not finish:
+            if cc_scan_hot(p, length, &hot) == CC_OK:
+                self._sink_hot(&hot)
+                return
+            self._cur_run = None
+            ss = _step_start_values(p, length)
+            if ss is not None:
+                self._sink._step_start(ss[0], ss[1], ss[2])
+                return
+        self._cur_run = None
+        span = _span(owner, start, length)
+        if finish:
+            fields = _read_finish(p, length, span)
+            if fields is not None:
+                self._sink._finish_read(fields)
+                return
         try:
             chunk = _decode_typed(span, idx, pos)
         except DecodeError as exc:
