@@ -318,7 +318,7 @@ class _Run:
 
     def finish_frame(self, step: bool, f: tuple) -> None:
         """A step-finish (step) or finish frame, its fields as pick_finish gives them."""
-        if step:    # (each argument named: a call with *f would go through Python on the native path)
+        if step:    # (the arguments one by one: a call with *f goes through Python on the native path)
             self.step_finish(f[0], f[1], f[2], f[3], f[4], f[5])
         else:
             self.finish(f[0], f[2], f[5])

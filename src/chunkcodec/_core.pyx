@@ -839,16 +839,15 @@ cdef class StreamDecoder:
                         memcmp(p, PyBytes_AS_STRING(prefix), PyBytes_GET_SIZE(prefix)) == 0:
                     finish = True
                     break
+        if not finish and cc_scan_hot(p, length, &hot) == CC_OK:
+            self._sink_hot(&hot)
+            return
+        self._cur_run = None
         if not finish:
-            if cc_scan_hot(p, length, &hot) == CC_OK:
-                self._sink_hot(&hot)
-                return
-            self._cur_run = None
             ss = _step_start_values(p, length)
             if ss is not None:
                 self._sink._step_start(ss[0], ss[1], ss[2])
                 return
-        self._cur_run = None
         span = _span(owner, start, length)
         if finish:
             fields = _read_finish(p, length, span)
