@@ -260,6 +260,149 @@ int cc_utf8_valid(const char *buf, size_t n) {
     return utf8_valid_scalar((const unsigned char *)buf, n);
 }
 
+/* ---- Text out of the accumulator's buffers (scan.h) ------------------------------------------ */
+
+#if SCAN_HAVE_AVX2
+/* cc_utf8_measure's count, 64 bytes at a time: *top the largest byte, the return the continuation
+ * bytes (0x80-0xBF) of p[0..n) */
+__attribute__((target("avx2,popcnt"))) static size_t measure_avx2(const unsigned char *p, size_t n, unsigned *top) {
+    const __m256i lead = _mm256_set1_epi8((char)0xC0);        /* 0x80-0xBF are below it, signed */
+    __m256i mx = _mm256_setzero_si256();
+    size_t i = 0, cont = 0;
+    for (; i + 64 <= n; i += 64) {
+        __m256i a = _mm256_loadu_si256((const __m256i *)(p + i)), b = _mm256_loadu_si256((const __m256i *)(p + i + 32));
+        __m256i ab = _mm256_or_si256(a, b);
+        if (!_mm256_movemask_epi8(ab)) continue;                /* ASCII: no continuation byte */
+        mx = _mm256_max_epu8(mx, _mm256_max_epu8(a, b));
+        uint64_t m = (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpgt_epi8(lead, a)) |
+                     (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpgt_epi8(lead, b)) << 32;
+        cont += (size_t)__builtin_popcountll(m);
+    }
+    unsigned char lanes[32];
+    _mm256_storeu_si256((__m256i *)lanes, mx);
+    unsigned t = 0;
+    for (int k = 0; k < 32; k++) t = lanes[k] > t ? lanes[k] : t;
+    for (; i < n; i++) {
+        t = p[i] > t ? p[i] : t;
+        cont += (p[i] & 0xC0) == 0x80;
+    }
+    *top = t;
+    return cont;
+}
+#endif
+
+int cc_utf8_measure(const char *buf, size_t n, size_t *ncp, uint32_t *maxchar) {
+    const unsigned char *p = (const unsigned char *)buf;
+    size_t i = 0, cont = 0;             /* continuation bytes: every other byte starts a code point */
+    unsigned top = 0;                   /* the largest byte */
+#if SCAN_HAVE_AVX2
+    if (n >= 64 && cc_fast_avx2()) {
+        cont = measure_avx2(p, n, &top);
+        i = n;
+    }
+#endif
+#if defined(__SSE2__)
+    if (i < n) {
+        __m128i mx = _mm_setzero_si128();
+        const __m128i lead = _mm_set1_epi8((char)0xC0);
+        for (; i + 16 <= n; i += 16) {
+            __m128i v = _mm_loadu_si128((const __m128i *)(p + i));
+            mx = _mm_max_epu8(mx, v);
+            unsigned m = (unsigned)_mm_movemask_epi8(_mm_cmplt_epi8(v, lead));
+            if (m) cont += (size_t)__builtin_popcount(m);
+        }
+        unsigned char lanes[16];
+        _mm_storeu_si128((__m128i *)lanes, mx);
+        for (int k = 0; k < 16; k++) top = lanes[k] > top ? lanes[k] : top;
+    }
+#endif
+    for (; i < n; i++) {
+        top = p[i] > top ? p[i] : top;
+        cont += (p[i] & 0xC0) == 0x80;
+    }
+    if (top >= 0x80 && !cc_utf8_valid(buf, n)) return 0;
+    /* the widest lead byte says the widest code point (well-formed UTF-8 has no overlongs): F0-F4
+     * one past U+FFFF, E0-EF and C4-DF one past U+FF, C2-C3 one in U+80-U+FF */
+    *maxchar = top < 0x80 ? 0x7F : top < 0xC4 ? 0xFF : top < 0xF0 ? 0xFFFF : 0x10FFFF;
+    *ncp = n - cont;
+    return 1;
+}
+
+/* One code point of well-formed UTF-8 at p[*i], *i moved past it.  (A branchless decode, by
+ * tables of the sequence's length, was slower on a run's text: 951 ns against 797.) */
+SKIP_INLINE uint32_t utf8_next(const unsigned char *p, size_t *i) {
+    const unsigned char *s = p + *i;
+    unsigned c = s[0];
+    if (c < 0x80) { *i += 1; return c; }
+    if (c < 0xE0) { *i += 2; return (c & 0x1Fu) << 6 | (s[1] & 0x3Fu); }
+    if (c < 0xF0) { *i += 3; return (c & 0x0Fu) << 12 | (s[1] & 0x3Fu) << 6 | (s[2] & 0x3Fu); }
+    *i += 4;
+    return (c & 0x07u) << 18 | (s[1] & 0x3Fu) << 12 | (s[2] & 0x3Fu) << 6 | (s[3] & 0x3Fu);
+}
+
+SKIP_INLINE void put_unit(void *dst, size_t w, int kind, uint32_t cp) {
+    if (kind == 1) ((uint8_t *)dst)[w] = (uint8_t)cp;
+    else if (kind == 2) ((uint16_t *)dst)[w] = (uint16_t)cp;
+    else ((uint32_t *)dst)[w] = cp;
+}
+
+#if defined(__SSE2__)
+/* 16 ASCII bytes v as code units dst[w..w+16) of kind bytes */
+SKIP_INLINE void put_ascii16(void *dst, size_t w, int kind, __m128i v) {
+    const __m128i zero = _mm_setzero_si128();
+    if (kind == 1) {
+        _mm_storeu_si128((__m128i *)((uint8_t *)dst + w), v);
+    } else if (kind == 2) {
+        uint16_t *o = (uint16_t *)dst + w;
+        _mm_storeu_si128((__m128i *)o, _mm_unpacklo_epi8(v, zero));
+        _mm_storeu_si128((__m128i *)(o + 8), _mm_unpackhi_epi8(v, zero));
+    } else {
+        uint32_t *o = (uint32_t *)dst + w;
+        __m128i lo = _mm_unpacklo_epi8(v, zero), hi = _mm_unpackhi_epi8(v, zero);
+        _mm_storeu_si128((__m128i *)o, _mm_unpacklo_epi16(lo, zero));
+        _mm_storeu_si128((__m128i *)(o + 4), _mm_unpackhi_epi16(lo, zero));
+        _mm_storeu_si128((__m128i *)(o + 8), _mm_unpacklo_epi16(hi, zero));
+        _mm_storeu_si128((__m128i *)(o + 12), _mm_unpackhi_epi16(hi, zero));
+    }
+}
+#endif
+
+/* (always inlined with a constant kind: a loop per kind) */
+SKIP_INLINE void widen(const unsigned char *p, size_t n, int kind, size_t ncp, void *dst) {
+    size_t i = 0, w = 0;
+    while (i < n) {
+#if defined(__SSE2__)
+        if (i + 16 <= n) {
+            /* the ASCII bytes before the next other one, 16 at a time; a store of 16 units that
+             * runs past them only where the text has 16 more (w + 16 <= ncp): the units past them
+             * are written again, in order, after */
+            __m128i v = _mm_loadu_si128((const __m128i *)(p + i));
+            unsigned m = (unsigned)_mm_movemask_epi8(v);
+            if (!m) {
+                put_ascii16(dst, w, kind, v);
+                i += 16, w += 16;
+                continue;
+            }
+            size_t k = (size_t)__builtin_ctz(m);
+            if (k && w + 16 <= ncp) {
+                put_ascii16(dst, w, kind, v);
+                i += k, w += k;
+            }
+        }
+#endif
+        put_unit(dst, w++, kind, utf8_next(p, &i));
+    }
+    (void)ncp;
+}
+
+void cc_utf8_widen(const char *buf, size_t n, int kind, size_t ncp, void *dst) {
+    const unsigned char *p = (const unsigned char *)buf;
+    if (kind == 1 && ncp == n) memcpy(dst, p, n);     /* ASCII: the bytes are the code units */
+    else if (kind == 1) widen(p, n, 1, ncp, dst);
+    else if (kind == 2) widen(p, n, 2, ncp, dst);
+    else widen(p, n, 4, ncp, dst);
+}
+
 size_t cc_escape_len(const char *p, size_t n) {
     uint32_t cp;
     return escape_one((const unsigned char *)p, n, &cp);

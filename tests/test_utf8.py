@@ -2,7 +2,11 @@
 step-start and finish readers rely on to take a frame only when the decoders would: it must say
 "valid" exactly when Python's strict UTF-8 decoder does.  Where the CPU has AVX2 it checks 32 bytes
 at a time from the byte pairs (and the bytes two and three before); CI runs this file again with
-CHUNKCODEC_NO_AVX2=1 for the byte-at-a-time check."""
+CHUNKCODEC_NO_AVX2=1 for the byte-at-a-time check.
+
+Then the decoder of the accumulator's buffers (DeltaBuf.text; natively cc_utf8_measure and
+cc_utf8_widen): the same str as bytes.decode("utf-8", "surrogatepass"), of the same kind (a str
+made wider than its widest character would compare unequal to the same text)."""
 
 import itertools
 import random
@@ -11,7 +15,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import sys
+
 from conftest import _native
+from chunkcodec import _reference
 
 
 def _python(b: bytes) -> bool:
@@ -85,3 +92,66 @@ def test_long_ascii_runs_around_a_sequence_left_open(valid):
             assert not valid(data + b"y" * (64 - len(data)) + b"z" * 64)
             assert not valid(data)
             assert valid(data[:k] + b"\xc3\xa9" + b"y" * 100)
+
+
+# --- DeltaBuf.text ----------------------------------------------------------------------------
+
+def _same_str(got, want):
+    assert type(got) is str and got == want
+    assert sys.getsizeof(got) == sys.getsizeof(want), (got, want)     # the same kind (width)
+
+
+#: A character of each width CPython stores: ASCII, the rest of Latin-1, two bytes, four.
+WIDTHS = ("a", "\x7f", "\x80", "\xe9", "\xff", "\u0100", "\u07ff", "\u0800", "\u4e16", "\uffff",
+          "\U00010000", "\U0001f600", "\U0010ffff")
+
+
+def test_text_of_every_width_at_every_place():
+    text = _native().utf8_text
+    for ch in WIDTHS:
+        for other in ("", "\xe9", "\u4e16"):
+            for at in range(0, 70):
+                s = "x" * at + ch + other + "y" * (70 - at)
+                b = s.encode()
+                _same_str(text(b), s)
+                k = len(("x" * at).encode())
+                _same_str(text(b, k), s[at:])                       # from the character on
+                _same_str(text(b, 0, k), s[:at])                    # up to it: ASCII only
+                _same_str(text(b, k + len(ch.encode())), s[at + 1:])
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(max_size=200), st.data())
+def test_text_matches_python(s, data):
+    """Any text (lone surrogates too, as surrogatepass encodes them), any character-aligned
+    range: the native decoder and the reference path's give what Python does."""
+    b = s.encode("utf-8", "surrogatepass")
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(s)), min_size=2, max_size=2)))
+    start = len(s[:cuts[0]].encode("utf-8", "surrogatepass"))
+    end = len(s[:cuts[1]].encode("utf-8", "surrogatepass"))
+    want = s[cuts[0]:cuts[1]]
+    _same_str(_native().utf8_text(b, start, end), want)
+    for impl in (_native(), _reference):
+        buf = impl.DeltaBuf()
+        buf.append(b)
+        _same_str(buf.text(start, end), want)
+        _same_str(buf.text(), s)
+
+
+def test_text_ranges_are_clamped_on_both_paths():
+    for impl in (_native(), _reference):
+        buf = impl.DeltaBuf()
+        assert buf.text() == ""
+        buf.append("h\xe9llo \U0001f600".encode())
+        assert buf.text(0, -1) == buf.text(0, 10**9) == buf.text(-5) == "h\xe9llo \U0001f600"
+        assert buf.text(3, 3) == buf.text(5, 2) == ""
+        assert buf.text(3) == "llo \U0001f600"
+
+
+def test_text_not_whole_characters_is_an_error_as_in_python():
+    """A range that cuts a character (no caller makes one) fails as Python's decoder does: the
+    native decoder leaves text that is not well-formed to it."""
+    b = "\xe9\U0001f600".encode()
+    for start, end in ((1, 6), (0, 1), (2, 4)):
+        with pytest.raises(UnicodeDecodeError):
+            _native().utf8_text(b, start, end)

@@ -59,7 +59,8 @@ _COPY_MAX = 1 << 16
 
 
 def _utf8(buf: bytearray, start: int, end: int) -> str:
-    """buf[start:end] as text (end <= len(buf))."""
+    """buf[start:end] as text (end <= len(buf)): the reference path's DeltaBuf.text (the native
+    one decodes in C, at the str's final size and kind)."""
     if end <= start:
         return ""
     if end - start <= _COPY_MAX:
@@ -77,9 +78,10 @@ class _Memo:
     def __init__(self) -> None:
         self.memo: Dict[tuple, str] = {}
 
-    def get(self, buf: bytearray, start: int = 0, end: int = -1) -> str:
-        """buf[start:end] as text; end -1 or past the buffer: to its end."""
-        n = len(buf)
+    def get(self, buf: Any, start: int = 0, end: int = -1) -> str:
+        """A delta buffer's bytes [start:end] as text (its ``text()``: on the native path decoded
+        in C, on the reference path by ``_utf8``); end -1 or past the buffer: to its end."""
+        n = len(buf.data)
         if end < 0 or end > n:
             end = n
         if end <= start:
@@ -87,7 +89,7 @@ class _Memo:
         key = (id(buf), start, end)
         s = self.memo.get(key)
         if s is None:
-            s = self.memo[key] = _utf8(buf, start, end)
+            s = self.memo[key] = buf.text(start, end)
         return s
 
 
@@ -138,14 +140,14 @@ class _Part:
         self.tail = len(self.buf.data)
 
     def text(self, dec: _Memo) -> str:
-        data, segs = self.buf.data, self.segs
+        buf, segs = self.buf, self.segs
         if not segs:                   # (the usual part: one range, still open or sealed)
-            return dec.get(data, self.tail) if self.tail >= 0 else ""
+            return dec.get(buf, self.tail) if self.tail >= 0 else ""
         if len(segs) == 1 and self.tail < 0:
-            return dec.get(data, segs[0][0], segs[0][1])
-        out = [dec.get(data, a, b) for a, b in segs]
+            return dec.get(buf, segs[0][0], segs[0][1])
+        out = [dec.get(buf, a, b) for a, b in segs]
         if self.tail >= 0:
-            out.append(dec.get(data, self.tail))
+            out.append(dec.get(buf, self.tail))
         return "".join(out)
 
 
@@ -176,7 +178,7 @@ class _PendingCall:
 
     def make(self, run: "_Run") -> Any:
         kw: Dict[str, Any] = {"toolCallId": self.ta.id, "toolName": self.name or "",
-                              "args": parse_args(_utf8(self.ta.buf.data, 0, self.end))}
+                              "args": parse_args(self.ta.buf.text(0, self.end))}
         s = self.start
         if s is not None:
             for k in ("providerExecuted", "providerMetadata", "dynamic", "title"):
@@ -459,18 +461,18 @@ class _Run:
         done = self.steps
         last = self.cur if self.cur is not None else (done[-1] if done else None)
         dec = _Memo()
-        tdata, rdata = self.text.data, self.rbuf.data
+        tbuf, rbuf = self.text, self.rbuf
         if self.any_tool and last is not None:
-            text = dec.get(tdata, last.t0, last.t1)
+            text = dec.get(tbuf, last.t0, last.t1)
         else:
-            text = dec.get(tdata)
+            text = dec.get(tbuf)
         steps = []
         calls, results = self.calls(), self.tool_results
         for st in done:
             ids, rids = st.tool_call_ids, st.tool_result_ids
             steps.append(StepResult(
                 step_type="initial" if st.index == 0 else "tool-result",
-                text=dec.get(tdata, st.t0, st.t1), reasoning_text=dec.get(rdata, st.r0, st.r1),
+                text=dec.get(tbuf, st.t0, st.t1), reasoning_text=dec.get(rbuf, st.r0, st.r1),
                 finish_reason=st.reason, usage=st.usage,
                 tool_calls=[calls[i] for i in ids if i in calls] if ids else [],
                 tool_results=[c for c in results if _call_id(c) in rids] if rids else [],
@@ -479,7 +481,7 @@ class _Run:
         usage = self.usage()
         return RunOutput(
             run_id=self.run_id, text=text,
-            reasoning_text=dec.get(rdata) if self.saw_reasoning else None,
+            reasoning_text=dec.get(rbuf) if self.saw_reasoning else None,
             reasoning=[self._reasoning_entry(p, dec) for p in self.reasoning] if self.reasoning else [],
             tool_calls=list(calls.values()), tool_results=results[:], tool_errors=self.tool_errors[:],
             usage=usage, total_usage=self.total_usage(usage), finish_reason=self.finish_reason,

@@ -8,11 +8,9 @@
 
 cimport cython
 
-cpdef str _utf8(bytearray buf, Py_ssize_t start, Py_ssize_t end)
-
 cdef class _Memo:
     cdef public dict memo
-    cpdef str get(self, bytearray buf, Py_ssize_t start=*, Py_ssize_t end=*)
+    cpdef str get(self, buf, Py_ssize_t start=*, Py_ssize_t end=*)
 
 cdef class _Part:
     cdef public object kind, id, buf, pm

@@ -234,6 +234,33 @@ cdef inline object _make_str(const cc_str_t* s):
     return u
 
 
+cdef str _utf8_text(const char* p, Py_ssize_t n):
+    """p[0..n) as text, made at its final size and kind and filled in one pass (cc_utf8_measure):
+    what PyUnicode_DecodeUTF8(p, n, "surrogatepass") gives, about three times as fast on text with
+    characters past U+FFFF, which CPython's decoder widens to as it meets them.  (Text that is not
+    well-formed UTF-8 -- a lone surrogate, from a str added with Accumulator.add -- is left to it.)"""
+    cdef size_t ncp
+    cdef uint32_t maxchar
+    if n <= 0:
+        return ""
+    if not cc_utf8_measure(p, <size_t>n, &ncp, &maxchar):
+        return PyUnicode_DecodeUTF8(p, n, "surrogatepass")
+    cdef object u = PyUnicode_New(<Py_ssize_t>ncp, <Py_UCS4>maxchar)
+    cc_utf8_widen(p, <size_t>n, PyUnicode_KIND(u), ncp, PyUnicode_DATA(u))
+    return u
+
+
+def utf8_text(data, Py_ssize_t start=0, Py_ssize_t end=-1):
+    """(A test hook.)  bytes(data)[start:end] decoded as DeltaBuf.text decodes its buffer."""
+    cdef bytes b = bytes(data)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(b)
+    if end < 0 or end > n:
+        end = n
+    if start < 0:
+        start = 0
+    return _utf8_text(PyBytes_AS_STRING(b) + start, end - start)
+
+
 cdef inline void _set_raw(object chunk, object raw) except *:
     PyObject_GenericSetDict(chunk, {"_raw": raw}, NULL)
 
@@ -441,6 +468,15 @@ cdef class DeltaBuf:
 
     def view(self):
         return memoryview(self.data).toreadonly()
+
+    def text(self, Py_ssize_t start=0, Py_ssize_t end=-1):
+        """The bytes [start:end] as text; end -1 or past the end: to the end."""
+        cdef Py_ssize_t n = PyByteArray_GET_SIZE(self.data)
+        if end < 0 or end > n:
+            end = n
+        if start < 0:
+            start = 0
+        return _utf8_text(PyByteArray_AS_STRING(self.data) + start, end - start)
 
     cdef int append_str(self, const cc_str_t* s) except -1:
         """Unescape a scanned JSON string straight onto the end of the buffer."""

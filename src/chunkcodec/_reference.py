@@ -544,3 +544,8 @@ class DeltaBuf:
 
     def view(self) -> memoryview:
         return memoryview(self.data).toreadonly()
+
+    def text(self, start: int = 0, end: int = -1) -> str:
+        """The bytes [start:end] as text; end -1 or past the end: to the end."""
+        n = len(self.data)
+        return _accum._utf8(self.data, max(start, 0), n if end < 0 or end > n else end)
