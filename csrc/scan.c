@@ -459,6 +459,10 @@ static cc_status scan_string(const unsigned char *p, size_t n, size_t *close, cc
     return CC_OK;
 }
 
+cc_status cc_scan_str(const char *p, size_t n, size_t *close, cc_str_t *s) {
+    return scan_string((const unsigned char *)p, n, close, s);
+}
+
 void cc_str_decode(const cc_str_t *s, int kind, void *dst) {
     const unsigned char *p = (const unsigned char *)s->p;
     size_t n = s->len, i = 0, w = 0;

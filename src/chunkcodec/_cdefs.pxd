@@ -63,6 +63,7 @@ cdef extern from "chunkcodec/scan.h":
         int canonical
         cc_str_t f[7]
     cc_status cc_scan_hot(const char *buf, size_t len, cc_hot_t *out) nogil
+    cc_status cc_scan_str(const char *p, size_t n, size_t *close, cc_str_t *s) nogil
     void cc_str_decode(const cc_str_t *s, int kind, void *dst) nogil
     size_t cc_str_decode_utf8(const cc_str_t *s, char *dst) nogil
     int cc_utf8_measure(const char *p, size_t n, size_t *ncp, uint32_t *maxchar) nogil

@@ -14,7 +14,7 @@ from cpython.bytearray cimport (PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyB
 from cpython.buffer cimport PyBuffer_FillInfo
 from cpython.object cimport PyObject
 from cpython.mem cimport PyMem_Calloc, PyMem_Free, PyMem_Malloc
-from cpython.ref cimport Py_DECREF
+from cpython.ref cimport Py_DECREF, Py_XDECREF
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.string cimport memcpy, memcmp, memchr, strlen
 from libc.stdint cimport uint64_t
@@ -275,14 +275,167 @@ cdef object _decode_any = msgspec.json.Decoder().decode
 cdef tuple _SPAN_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError)
 
 
+#: What _plain_value leaves to msgspec.
+cdef object _NOT_PLAIN = object()
+
+
+# The short strings _plain_value makes, by their bytes: usage and providerMetadata objects repeat a
+# few keys in every frame, and finish frames a few values (a runId, a finish reason, a model id); a
+# str made once costs less than one made each time (msgspec keeps such a cache of keys).  A slot
+# per hash of the bytes; a new string takes the slot over.
+DEF _STR_SLOTS = 128
+DEF _STR_MAX = 40
+cdef struct _StrSlot:
+    size_t len
+    char bytes[_STR_MAX]
+    PyObject* s
+cdef _StrSlot _strs[_STR_SLOTS]
+
+
+cdef object _short_str(const cc_str_t* cs):
+    """The str cc_scan_str read: from the cache when it holds the same bytes (plain ASCII strings
+    up to _STR_MAX bytes)."""
+    cdef size_t n = cs.len, h
+    cdef _StrSlot* slot
+    if cs.flags or cs.maxchar >= 0x80 or n > _STR_MAX or n == 0:
+        return _make_str(cs)
+    h = n * 31 + <unsigned char>cs.p[0] * 7 + <unsigned char>cs.p[n - 1] + <unsigned char>cs.p[n >> 1] * 131
+    slot = &_strs[h & (_STR_SLOTS - 1)]
+    if slot.s != NULL and slot.len == n and memcmp(slot.bytes, cs.p, n) == 0:
+        return <object>slot.s
+    u = _make_str(cs)
+    Py_XDECREF(slot.s)
+    Py_INCREF(u)
+    slot.s = <PyObject*>u
+    slot.len = n
+    memcpy(slot.bytes, cs.p, n)
+    return u
+
+
+cdef inline size_t _skip_ws(const char* p, size_t n, size_t i) noexcept:
+    while i < n and (p[i] == b' ' or p[i] == b'\n' or p[i] == b'\r' or p[i] == b'\t'):
+        i += 1
+    return i
+
+
+cdef object _plain_value(const char* p, size_t n, size_t* at, int depth=0):
+    """The JSON value at p[at[0]] on (white space before it skipped), as msgspec decodes it (typed
+    Any), at[0] moved past it; or _NOT_PLAIN for whatever msgspec should decide: a number that is
+    not an integer of up to 18 digits, a string cc_scan_str refuses (bad UTF-8, a lone surrogate,
+    a control byte), nesting past 64 levels, anything not JSON.  The finish and step-start
+    readers' values (usage, warnings, providerMetadata) are small objects of such values: made
+    here, they cost no bytes copy, no call into msgspec and no decoder set-up."""
+    cdef size_t i = _skip_ws(p, n, at[0]), close, k
+    cdef cc_str_t cs
+    cdef long long v
+    cdef bint neg
+    cdef char c
+    cdef dict d
+    cdef list lst
+    if i >= n or depth > 64:
+        return _NOT_PLAIN
+    c = p[i]
+    if c == b'"':
+        if cc_scan_str(p + i + 1, n - i - 1, &close, &cs) != CC_OK:
+            return _NOT_PLAIN
+        at[0] = i + 2 + close
+        return _short_str(&cs)
+    if c == b'{':
+        d = {}
+        i = _skip_ws(p, n, i + 1)
+        if i < n and p[i] == b'}':
+            at[0] = i + 1
+            return d
+        while True:
+            if i >= n or p[i] != b'"' or cc_scan_str(p + i + 1, n - i - 1, &close, &cs) != CC_OK:
+                return _NOT_PLAIN
+            key = _short_str(&cs)
+            i = _skip_ws(p, n, i + 2 + close)
+            if i >= n or p[i] != b':':
+                return _NOT_PLAIN
+            at[0] = i + 1
+            val = _plain_value(p, n, at, depth + 1)
+            if val is _NOT_PLAIN:
+                return val
+            d[key] = val                       # (a duplicate key: the last value, as msgspec)
+            i = _skip_ws(p, n, at[0])
+            if i < n and p[i] == b',':
+                i = _skip_ws(p, n, i + 1)
+            elif i < n and p[i] == b'}':
+                at[0] = i + 1
+                return d
+            else:
+                return _NOT_PLAIN
+    if c == b'[':
+        lst = []
+        i = _skip_ws(p, n, i + 1)
+        if i < n and p[i] == b']':
+            at[0] = i + 1
+            return lst
+        while True:
+            at[0] = i
+            val = _plain_value(p, n, at, depth + 1)
+            if val is _NOT_PLAIN:
+                return val
+            lst.append(val)
+            i = _skip_ws(p, n, at[0])
+            if i < n and p[i] == b',':
+                i += 1
+            elif i < n and p[i] == b']':
+                at[0] = i + 1
+                return lst
+            else:
+                return _NOT_PLAIN
+    if c == b'-' or b'0' <= c <= b'9':
+        neg = c == b'-'
+        k = i + neg
+        v = 0
+        while k < n and b'0' <= p[k] <= b'9':
+            if k - i - neg >= 18:
+                return _NOT_PLAIN
+            v = v * 10 + (p[k] - 48)      # (48: the digit 0)
+            k += 1
+        if k == i + neg or (p[i + neg] == b'0' and k > i + neg + 1):
+            return _NOT_PLAIN                  # no digit, or a leading zero
+        if k < n and (p[k] == b'.' or p[k] == b'e' or p[k] == b'E'):
+            return _NOT_PLAIN                  # a float: msgspec's parse decides its last bit
+        at[0] = k
+        return -v if neg else v
+    if n - i >= 4 and memcmp(p + i, b"true", 4) == 0:
+        at[0] = i + 4
+        return True
+    if n - i >= 5 and memcmp(p + i, b"false", 5) == 0:
+        at[0] = i + 5
+        return False
+    if n - i >= 4 and memcmp(p + i, b"null", 4) == 0:
+        at[0] = i + 4
+        return None
+    return _NOT_PLAIN
+
+
 cdef inline object _span_value(cc_span_t s):
-    """The value at a span, as msgspec decodes it (typed Any); UNSET when absent.  A string with no
-    escape is made here: what msgspec makes of it, without the call and the copy."""
+    """The value at a span, as msgspec decodes it (typed Any); UNSET when absent.  Made here when
+    _plain_value can (a string, an object or array of strings, integers, literals), by msgspec
+    otherwise."""
+    cdef size_t at = 0
     if s.p == NULL:
         return _UNSET
-    if s.len >= 2 and s.p[0] == b'"' and memchr(s.p + 1, b'\\', s.len - 2) == NULL:
-        return PyUnicode_DecodeUTF8(s.p + 1, <Py_ssize_t>s.len - 2, NULL)   # (bad UTF-8: an error, as msgspec)
+    v = _plain_value(s.p, s.len, &at)
+    if v is not _NOT_PLAIN and _skip_ws(s.p, s.len, at) == s.len:
+        return v
     return _decode_any(PyBytes_FromStringAndSize(s.p, <Py_ssize_t>s.len))
+
+
+def plain_value(data):
+    """(A test hook.)  What _span_value makes of the JSON value in data, and whether it made it
+    without msgspec: (value, made_here)."""
+    cdef bytes b = bytes(data)
+    cdef size_t at = 0
+    cdef cc_span_t s
+    s.p = PyBytes_AS_STRING(b)
+    s.len = <size_t>PyBytes_GET_SIZE(b)
+    v = _plain_value(s.p, s.len, &at)
+    return _span_value(s), v is not _NOT_PLAIN and _skip_ws(s.p, s.len, at) == s.len
 
 
 cdef inline object _span_or_none(cc_span_t s):

@@ -44,6 +44,11 @@ typedef struct cc_hot {
 /* CC_OK with *out filled, or CC_NOT_HOT. */
 cc_status cc_scan_hot(const char *buf, size_t len, cc_hot_t *out);
 
+/* The JSON string whose bytes start at p (just past its opening quote; n bytes available), checked
+ * as cc_scan_hot checks its strings (UTF-8, escapes, no lone surrogate or control byte): CC_OK
+ * with *close the offset of its closing quote and *s filled, or CC_NOT_HOT. */
+cc_status cc_scan_str(const char *p, size_t n, size_t *close, cc_str_t *s);
+
 /* Decode a scanned string into a buffer of code units of `kind` bytes (1, 2 or 4) holding s->ncp
  * units: the layout of a CPython str created with PyUnicode_New(s->ncp, s->maxchar). */
 void cc_str_decode(const cc_str_t *s, int kind, void *dst);

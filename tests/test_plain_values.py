@@ -1,0 +1,71 @@
+"""The values the native finish and step-start readers make themselves (_core._plain_value: usage,
+warnings, providerMetadata...) must be what msgspec decodes from the same bytes, of the same types
+and key order; what it cannot make (floats, long integers, strings it refuses) it leaves to msgspec,
+and bad JSON is msgspec's error.  (The reference path decodes these frames with msgspec alone; the
+corpus and differential tests compare the two paths on whole frames.)"""
+
+import json
+
+import msgspec
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conftest import _native
+
+
+def _typed(v):
+    """v with its types and key order spelled out, for an exact comparison."""
+    if isinstance(v, dict):
+        return ("dict", [(k, _typed(x)) for k, x in v.items()])
+    if isinstance(v, list):
+        return ("list", [_typed(x) for x in v])
+    return (type(v).__name__, v)
+
+
+def _check(data: bytes):
+    want = msgspec.json.decode(data)
+    got, made_here = _native().plain_value(data)
+    assert _typed(got) == _typed(want), data
+    return made_here
+
+
+# integers of every length up to past 64 bits, text of every width and escapes
+_ints = st.one_of(st.integers(-(10 ** 20), 10 ** 20), st.sampled_from([0, -1, 10 ** 17, 10 ** 18 - 1, 10 ** 18,
+                                                                       -(10 ** 18) + 1, 2 ** 63 - 1, -(2 ** 63)]))
+_scalars = st.one_of(st.none(), st.booleans(), _ints, st.text(max_size=20),
+                     st.floats(allow_nan=False, allow_infinity=False))
+_values = st.recursive(_scalars, lambda kids: st.one_of(st.lists(kids, max_size=5),
+                                                        st.dictionaries(st.text(max_size=8), kids, max_size=5)),
+                       max_leaves=25)
+
+
+@settings(max_examples=600, deadline=None)
+@given(_values, st.sampled_from([(",", ":"), (", ", ": "), (" ,\n", " :\t")]), st.booleans())
+def test_any_value_as_msgspec_decodes_it(v, seps, ascii_):
+    _check(json.dumps(v, separators=seps, ensure_ascii=ascii_).encode())
+
+
+def test_what_it_makes_itself():
+    """Usage objects, warnings and the like are made here, not by msgspec (the point of it)."""
+    for data in (b'{"inputTokens":120,"outputTokens":30,"totalTokens":150,'
+                 b'"raw":{"inputTokens":{"total":120},"outputTokens":{"total":30,"text":null}}}',
+                 b'[]', b'{}', b'[{"type":"other","message":"caf\\u00e9 \\ud83d\\ude00"}]', b'"stop"',
+                 b'{"a":1,"a":[true,false,null]}', b'-0', b'999999999999999999', b'{ "k" : [ 1 , 2 ] }'):
+        assert _check(data), data
+
+
+def test_what_it_leaves_to_msgspec():
+    for data in (b'1.5', b'1e3', b'-0.0', b'1000000000000000000', b'[18446744073709551616]',
+                 b'{"cost":0.0012}', b'[' * 70 + b']' * 70):
+        assert not _check(data), data
+
+
+@pytest.mark.parametrize("data", [b'[1,]', b'{"a":1,}', b'01', b'-', b'[1 2]', b'{"a" 1}', b'tru', b'nul',
+                                  b'nullx', b'{"a":1} x', b'"\xff"', b'"a\x01"', b'{"\xc3":1}', b'[', b'{"a":',
+                                  b'"\\x"', b'"\\ud800"', b'{1:2}', b''])
+def test_bad_json_is_msgspecs_error(data):
+    with pytest.raises((msgspec.DecodeError, UnicodeDecodeError)) as want:
+        msgspec.json.decode(data)
+    with pytest.raises(want.type):
+        _native().plain_value(data)
