@@ -998,6 +998,12 @@ static size_t fin_member(void *vctx, const unsigned char *p, size_t k0, size_t k
         /* msgspec would decode it whole, checking its UTF-8 and its numbers' range */
         *(slot == FK_STEP_RESULT ? &out->step_result_object : &out->metadata_object) =
             i && !whole && cc_utf8_valid((const char *)p + v0, i - v0) ? CC_FIN_OBJECT : CC_FIN_DECODE;
+    } else if (slot == FK_STEP_RESULT || slot == FK_METADATA) {
+        /* not an object: nothing is read from it, but msgspec decodes it (typed Any), so its UTF-8
+         * and its numbers' range must pass as they would there */
+        int big = 0;
+        i = skip_value(p, i, n, c->depth + 1, &big);
+        if (i && (big || !cc_utf8_valid((const char *)p + v0, i - v0))) return 0;
     } else {
         i = skip_value(p, i, n, c->depth + 1, c->whole);
     }

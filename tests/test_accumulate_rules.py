@@ -1117,6 +1117,8 @@ FINISH_EDGES = [
     # stepResult and metadata: their keys are read in C, as a dict keeps them, unless msgspec must
     # decode them whole to say whether it takes them (bad UTF-8, a number out of range)
     (_FIN % '"stepResult":"stop","metadata":[1]', True),                     # neither is an object
+    (_FIN % '"stepResult":"sto\udc9c","metadata":[1]', False),                # ... with bad UTF-8
+    (_FIN % '"stepResult":"stop","metadata":[1e999]', False),                 # ... out of range
     (_FIN % '"stepResult":{"reason":"a","warnings":[1],"reason":"b"}', True),   # the last one wins
     (_FIN % '"stepResult":{"re\\u0061son":"stop"},"metadata":{"\\u0069d":"m"}', True),  # escaped keys
     (_FIN % '"stepResult":{"reason":5,"t":0.7,"n":12345678901234567890,"e":-1e-999}', True),
