@@ -8,14 +8,13 @@ Then the decoder of the accumulator's buffers (DeltaBuf.text; natively cc_utf8_m
 cc_utf8_widen): the same str as bytes.decode("utf-8", "surrogatepass"), of the same kind (a str
 made wider than its widest character would compare unequal to the same text)."""
 
+import ctypes
 import itertools
 import random
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-import sys
 
 from conftest import _native
 from chunkcodec import _reference
@@ -96,9 +95,25 @@ def test_long_ascii_runs_around_a_sequence_left_open(valid):
 
 # --- DeltaBuf.text ----------------------------------------------------------------------------
 
+def _kind(s: str) -> tuple:
+    """(kind, ascii) of a str as CPython stores it: the bits of PyASCIIObject.state, after its
+    refcount, type, length and hash.  (sys.getsizeof will not do: it counts a UTF-8 copy the str
+    may have cached.)"""
+    word = ctypes.sizeof(ctypes.c_void_p)
+    state = ctypes.c_uint32.from_address(id(s) + 4 * word)
+    return (state.value >> 2) & 7, (state.value >> 6) & 1
+
+
+def test_kind_reads_what_cpython_stores():
+    assert _kind("abc") == (1, 1)
+    assert _kind("caf\xe9") == (1, 0)
+    assert _kind("\u4e16") == (2, 0)
+    assert _kind("\U0001f600") == (4, 0)
+
+
 def _same_str(got, want):
     assert type(got) is str and got == want
-    assert sys.getsizeof(got) == sys.getsizeof(want), (got, want)     # the same kind (width)
+    assert _kind(got) == _kind(want), (got, want)        # the same kind (width): canonical
 
 
 #: A character of each width CPython stores: ASCII, the rest of Latin-1, two bytes, four.
