@@ -790,8 +790,19 @@ static inline size_t skip_literal(const unsigned char *p, size_t i, size_t n, co
     return i + l <= n && memcmp(p + i, lit, l) == 0 ? i + l : 0;
 }
 
+/* White space inside a value, for the finish and step-start readers and cc_skip_*: space, tab and
+ * CR, but no line feed, which sends the frame to the general decoder instead (Mastra writes no
+ * white space at all).  So a reader given the bytes past the end of a frame's line
+ * (cc_scan_finish_open) cannot read across it. */
 static inline size_t ws(const unsigned char *p, size_t i, size_t n) {
-    int canon;                         /* (the finish reader does not ask whether it is compact) */
+    if (i < n && p[i] > ' ') return i;              /* compact JSON: one test */
+    while (i < n && (p[i] == ' ' || p[i] == '\t' || p[i] == '\r')) i++;
+    return i;
+}
+
+/* Any JSON white space, line feeds too: before and after a frame's value. */
+static inline size_t ws_any(const unsigned char *p, size_t i, size_t n) {
+    int canon;
     return skip_ws(p, i, n, &canon);
 }
 
@@ -1015,19 +1026,30 @@ static size_t fin_member(void *vctx, const unsigned char *p, size_t k0, size_t k
     return i;
 }
 
-cc_status cc_scan_finish(const char *buf, size_t len, cc_finish_t *out) {
-    const unsigned char *p = (const unsigned char *)buf;
+/* The frame's object from p[i] == '{' on: the offset past it, or 0 (not one of these frames). */
+static size_t scan_finish(const unsigned char *p, size_t i, size_t len, cc_finish_t *out) {
     unsigned seen = 0;
     memset(out, 0, sizeof(*out));
-    size_t i = ws(p, 0, len);
-    if (i >= len || p[i] != '{') return CC_NOT_HOT;
+    if (i >= len || p[i] != '{') return 0;
     fin_ctx top = {out, &seen, NULL, FL_TOP, 0};
     i = walk_object(p, i, len, fin_member, &top);
-    if (!i || ws(p, i, len) != len || !out->type.p) return CC_NOT_HOT;
+    if (!i || !out->type.p) return 0;
     if (KEY_IS(out->type.p, out->type.len, "\"step-finish\"")) out->kind = CC_FIN_STEP_FINISH;
     else if (KEY_IS(out->type.p, out->type.len, "\"finish\"")) out->kind = CC_FIN_FINISH;
-    else return CC_NOT_HOT;
-    return CC_OK;
+    else return 0;
+    return i;
+}
+
+cc_status cc_scan_finish(const char *buf, size_t len, cc_finish_t *out) {
+    const unsigned char *p = (const unsigned char *)buf;
+    size_t i = scan_finish(p, ws_any(p, 0, len), len, out);
+    return i && ws_any(p, i, len) == len ? CC_OK : CC_NOT_HOT;
+}
+
+cc_status cc_scan_finish_open(const char *buf, size_t avail, cc_finish_t *out, size_t *end) {
+    size_t i = scan_finish((const unsigned char *)buf, 0, avail, out);
+    *end = i;
+    return i ? CC_OK : CC_NOT_HOT;
 }
 
 /* ---- The step-start reader ---------------------------------------------------------------------
@@ -1124,11 +1146,11 @@ cc_status cc_scan_step_start(const char *buf, size_t len, cc_step_start_t *out) 
     int big = 0;
     memset(out, 0, sizeof(*out));
     if (!looks_step_start(buf, len)) return CC_NOT_HOT;
-    size_t i = ws(p, 0, len);
+    size_t i = ws_any(p, 0, len);
     if (i >= len || p[i] != '{') return CC_NOT_HOT;
     ss_ctx top = {out, &seen, &big, 0};
     i = walk_object(p, i, len, ss_member, &top);
-    if (!i || ws(p, i, len) != len || !(seen & (1u << SS_PAYLOAD)) ||
+    if (!i || ws_any(p, i, len) != len || !(seen & (1u << SS_PAYLOAD)) ||
         !KEY_IS(out->type.p, out->type.len, "\"step-start\""))
         return CC_NOT_HOT;
     return !big && cc_utf8_valid(buf, len) ? CC_OK : CC_NOT_HOT;

@@ -1096,6 +1096,9 @@ FINISH_EDGES = [
     (_FIN % ",".join(_FIN_PARTS), True),
     (_FIN % ", ".join(reversed(_FIN_PARTS)), True),                       # any key order
     (' \r\n{ "type" : "finish" , "runId" : 7 , "payload" : null } \t', True),   # white space, odd values
+    ('{"type":"finish",\r"payload":{\t"output" : null}}', True),
+    ('{"type":"finish",\n"payload":null}', False),                         # a line feed inside: decoder's
+    ('{"type":"finish","payload":{"messages":[1,\n2]}}', False),
     ('{"type":"finish","payload":{"output":null}}', True),                   # no runId, output null
     ('{"type":"finish"}', True),
     (_FIN % '"output":{"usage":{"n":1e999}}', False),                      # out of range: msgspec's way
@@ -1163,6 +1166,97 @@ def test_finish_frames_read_in_c_equal_the_light_decoder(both):
     assert min(counts) > 100, counts      # both ways were exercised
 
 
+def _finish_open_log(framing: str, frames: list) -> bytes:
+    if framing == "sse":
+        return b"".join(b"data: " + f + b"\n\n" for f in frames)
+    return b"".join(f + (b"\x1e" if framing == "rs" else b"\n") for f in frames)
+
+
+def test_finish_frames_read_before_their_end_is_found(both):
+    """The native path reads a step-finish/finish frame from where it starts, without looking
+    for its end first (_finish_open, cc_scan_finish_open), and takes it only when the framing's
+    terminator follows its closing brace.  Every other ending -- white space or bytes after the
+    object, a line feed inside it, CRLF, an SSE event with more lines -- goes the general way, and
+    both paths give the same runs and the same invalid frames, however the bytes are cut."""
+    run = [f for f in gen.run_frames(random.Random(3), 6)]
+    fins = [k for k, f in enumerate(run) if f.startswith((b'{"type":"step-finish"', b'{"type":"finish"'))]
+    assert len(fins) == 3
+    pretty = json.dumps(json.loads(run[fins[0]]), indent=1).encode()
+    variants = {                                     # (what to do to the first step-finish, taken)
+        "as written": (lambda f: f, True),
+        "spaces after": (lambda f: f + b"  ", False),
+        "bytes after": (lambda f: f + b" x", False),
+        "line feeds inside": (lambda f: pretty, False),
+        "a CR inside": (lambda f: f.replace(b',"payload"', b',\r"payload"', 1), True),
+    }
+    for framing in ("ndjson", "rs", "sse"):
+        for name, (change, taken) in variants.items():
+            frames = [change(f) if k == fins[0] else f for k, f in enumerate(run)]
+            data = _finish_open_log(framing, frames)
+            if name == "as written" and framing == "ndjson":
+                data = data.replace(b"}\n", b"}\r\n")           # CRLF line ends: taken too
+            # cut in two at each byte around the changed frame's start and end, and here and there
+            at = data.index(frames[fins[0]][:40])
+            end = at + len(frames[fins[0]])
+            cuts = [None] + sorted({*range(max(1, at - 8), at + 24), *range(end - 8, min(len(data), end + 12)),
+                                    *range(1, len(data), 97)})
+            outs = []
+            for api in both:
+                for cut in cuts:
+                    acc = api.Accumulator(framing, errors="keep")
+                    for piece in ([data] if cut is None else [data[:cut], data[cut:]]):
+                        acc.feed(piece)
+                    if api is both[0] and cut is None:
+                        opened = acc._decoder._open_frames
+                    acc.close()
+                    out = acc.result()
+                    outs.append((msgspec.to_builtins(msgspec.structs.replace(out, invalid_frames=[])),
+                                 out.invalid_frames))
+            assert all(o == outs[0] for o in outs), (framing, name)
+            assert opened == 3 - (not taken), (framing, name, opened)
+    # an SSE event with a field after its data line, or CRLF: the general way, the same answer
+    for tail, taken in ((b"\nid: 7\n\n", False), (b"\r\n\r\n", False), (b"\n\n", True)):
+        data = b"".join(b"data: " + f + (tail if k == fins[0] else b"\n\n") for k, f in enumerate(run))
+        outs = []
+        for api in both:
+            acc = api.Accumulator("sse")
+            acc.feed(data)
+            if api is both[0]:
+                assert acc._decoder._open_frames == 3 - (not taken), tail
+            acc.close()
+            outs.append(msgspec.to_builtins(acc.result()))
+        assert outs[0] == outs[1]
+
+
+def test_finish_frame_at_max_frame_bytes_read_before_its_end(both):
+    """max_frame_bytes holds for a finish frame read by _finish_open as by the split: a frame of
+    exactly the limit is read, one byte more is FrameTooLarge (or, kept, an invalid frame)."""
+    from chunkcodec.errors import FrameTooLarge
+    run = gen.run_frames(random.Random(4), 6)
+    big = max(len(f) for f in run)
+    for framing in ("ndjson", "rs", "sse"):
+        data = _finish_open_log(framing, run)
+        extra = 6 if framing == "sse" else 0             # (an SSE event's limit counts its `data: `)
+        for limit, ok in ((big + extra, True), (big + extra - 1, False)):
+            outs = []
+            for api in both:
+                acc = api.Accumulator(framing, errors="keep", max_frame_bytes=limit)
+                acc.feed(data)
+                acc.close()
+                out = acc.result()
+                outs.append((msgspec.to_builtins(msgspec.structs.replace(out, invalid_frames=[])),
+                             [(i.frame_index, i.pos, i.dropped) for i in out.invalid_frames]))
+            assert outs[0] == outs[1], (framing, limit)
+            assert (outs[0][1] == []) == ok, (framing, limit, outs[0][1])
+            for api in both:
+                acc = api.Accumulator(framing, max_frame_bytes=limit)
+                if ok:
+                    acc.feed(data)
+                else:
+                    with pytest.raises(FrameTooLarge):
+                        acc.feed(data)
+
+
 #: One escape or bad byte each: the C finish reader walks a string's escapes 64 bytes at a time.
 _STRING_ESCAPES = ['\\n', '\\"', '\\\\', '\\/', '\\u00e9', '\\ud83d\\ude00', '\\u0022']
 _STRING_FAULTS = ['\\x', '\\ud800', '\\ud800\\u0041', '\\udc00', '\\u12g4', '\x01', '\x1f', '\\']
@@ -1199,6 +1293,7 @@ STEP_START_EDGES = [
     (' { "type" : "step-start" , "runId" : "r" , "payload" : { } , "metadata" : {"a":[null,true]} } ', True),
     (_SS % '"warnings":"x","inputMessages":[{"role":"user"}],"startedAt":-5', True),     # warnings: any value
     ('{"type":"step-start"}', False),                                      # no payload: the decoder refuses it
+    ('{"type":"step-start","payload":{"request":{"a":\n1}}}', False),       # a line feed inside
     ('{"type":"step-start","payload":null}', False),
     ('{"type":"step-start","runId":7,"payload":{}}', False),              # runId not a string
     (_SS % '"messageId":1', False),

@@ -98,6 +98,7 @@ cdef extern from "chunkcodec/scan.h":
         cc_span_t md_model_id
         cc_span_t md_provider_metadata
     cc_status cc_scan_finish(const char *buf, size_t len, cc_finish_t *out) nogil
+    cc_status cc_scan_finish_open(const char *buf, size_t avail, cc_finish_t *out, size_t *end) nogil
     ctypedef struct cc_step_start_t:
         cc_span_t type
         cc_span_t run_id

@@ -77,7 +77,8 @@ void cc_utf8_widen(const char *p, size_t n, int kind, size_t ncp, void *dst);
 size_t cc_escape_len(const char *p, size_t n);
 /* The length of the JSON object at p[0] == '{' (n bytes available), checked as msgspec checks it
  * (syntax, escapes, control bytes, nesting to 64 levels, numbers msgspec decodes without "out of
- * range"; UTF-8 is the caller's to check), or 0 when it is not one or msgspec might refuse it. */
+ * range"; UTF-8 is the caller's to check), or 0 when it is not one or msgspec might refuse it (or
+ * it holds a line feed as white space, which these readers leave to the general decoder). */
 size_t cc_skip_object(const char *p, size_t n);
 /* The same for any JSON value at p[0] (no white space before it). */
 size_t cc_skip_value(const char *p, size_t n);
@@ -113,6 +114,11 @@ typedef struct cc_finish {
 } cc_finish_t;
 
 cc_status cc_scan_finish(const char *buf, size_t len, cc_finish_t *out);
+/* The same for the frame at the start of buf, whose end is not known yet (avail bytes, the frames
+ * after it among them): CC_OK with *end the offset past its closing brace, for the caller to check
+ * that its framing's terminator follows.  Its white space is what cc_scan_finish allows but line
+ * feeds (no reader here takes one inside a value), so it cannot read across the end of a line. */
+cc_status cc_scan_finish_open(const char *buf, size_t avail, cc_finish_t *out, size_t *end);
 
 /* ---- step-start frames --------------------------------------------------------------------------
  * The spans of a step-start frame's type, runId, from and payload.warnings (p NULL: absent), read
