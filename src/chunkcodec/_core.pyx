@@ -235,10 +235,11 @@ cdef inline object _make_str(const cc_str_t* s):
 
 
 cdef str _utf8_text(const char* p, Py_ssize_t n):
-    """p[0..n) as text, made at its final size and kind and filled in one pass (cc_utf8_measure):
-    what PyUnicode_DecodeUTF8(p, n, "surrogatepass") gives, about three times as fast on text with
-    characters past U+FFFF, which CPython's decoder widens to as it meets them.  (Text that is not
-    well-formed UTF-8 -- a lone surrogate, from a str added with Accumulator.add -- is left to it.)"""
+    """p[0..n) as text, measured first (cc_utf8_measure), then made at its final size and kind and
+    filled (cc_utf8_widen): what PyUnicode_DecodeUTF8(p, n, "surrogatepass") gives, which widens
+    the str as it meets wider characters; about twice as fast on a run's text with an emoji in it
+    (1.5 us against 2.9 for 1.6 KB, from Python).  (Text that is not well-formed UTF-8 -- a lone
+    surrogate, from a str added with Accumulator.add -- is left to CPython.)"""
     cdef size_t ncp
     cdef uint32_t maxchar
     if n <= 0:
