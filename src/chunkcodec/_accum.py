@@ -5,10 +5,11 @@ runs the same source compiled by Cython as ``chunkcodec._accumc`` (CMakeLists.tx
 ``_accumc.pxd`` makes the per-run classes (``_Part``, ``_ToolArgs``, ``_PendingCall``, ``_Step``,
 ``_Run``) and the per-result ``_Memo`` cdef classes with typed fields and their hot methods cpdef,
 and ``_run_of`` and ``_other`` C functions: the same rules, 14-21 % fewer instructions (README,
-"How it is built").  What else differs is only how delta text reaches the buffers: the reference
-path (and ``Accumulator.add``) appends ``str.encode()``d text; the native ``feed`` unescapes delta
-frames in C straight into the same kind of ``bytearray`` buffers and calls back here only when a
-delta starts a new part (see ``_route``) or for the other chunks.  (So this module must stay valid
+"How it is built").  What else differs is only how delta text reaches the buffers and leaves
+them: the reference path (and ``Accumulator.add``) appends ``str.encode()``d text; the native
+``feed`` unescapes delta frames in C straight into the same kind of ``bytearray`` buffers and calls
+back here only when a delta starts a new part (see ``_route``) or for the other chunks; and each
+impl's ``DeltaBuf.text`` makes the str (the native one in C).  (So this module must stay valid
 for Cython's pure-Python mode: an attribute of those classes is declared in the .pxd as well as in
 ``__slots__``.)
 
