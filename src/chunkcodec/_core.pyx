@@ -313,6 +313,24 @@ cdef object _short_str(const cc_str_t* cs):
     return u
 
 
+cdef object _plain_utf8(const char* p, size_t n):
+    """The str of n bytes of well-formed UTF-8 with no escape at p: through _short_str's cache
+    when they are ASCII and short enough."""
+    cdef cc_str_t cs
+    cdef size_t i
+    if n == 0 or n > _STR_MAX:
+        return PyUnicode_DecodeUTF8(p, <Py_ssize_t>n, NULL)
+    for i in range(n):
+        if <unsigned char>p[i] >= 0x80:
+            return PyUnicode_DecodeUTF8(p, <Py_ssize_t>n, NULL)
+    cs.p = p
+    cs.len = n
+    cs.ncp = n
+    cs.maxchar = 0x7F
+    cs.flags = 0
+    return _short_str(&cs)
+
+
 cdef inline size_t _skip_ws(const char* p, size_t n, size_t i) noexcept:
     while i < n and (p[i] == b' ' or p[i] == b'\n' or p[i] == b'\r' or p[i] == b'\t'):
         i += 1
@@ -1305,9 +1323,15 @@ cdef class StreamDecoder:
         return self._cached_utf8(s.p, s.len, slot)
 
     cdef object _cached_utf8(self, const char* p, size_t n, int slot):
-        """_cached for a string known to hold no escape (its bytes are its UTF-8)."""
-        cdef object raw = self._cache[2 * slot]
+        """_cached for a string known to hold no escape (its bytes are its UTF-8).  A runId goes
+        to the module's cache of short strings instead: runs interleave in a log, so one slot
+        would miss, and there the finish readers' runIds are the same str objects (a dict lookup
+        by one finds it by identity, its hash already computed)."""
+        cdef object raw
         cdef object val
+        if slot == CC_F_RUN_ID:
+            return _plain_utf8(p, n)
+        raw = self._cache[2 * slot]
         if raw is not None and PyBytes_GET_SIZE(raw) == <Py_ssize_t>n and memcmp(PyBytes_AS_STRING(raw), p, n) == 0:
             return self._cache[2 * slot + 1]
         val = PyUnicode_DecodeUTF8(p, <Py_ssize_t>n, NULL)
