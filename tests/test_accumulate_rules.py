@@ -1175,10 +1175,11 @@ def _finish_open_log(framing: str, frames: list) -> bytes:
 def test_finish_frames_read_before_their_end_is_found(both):
     """The native path reads a step-finish/finish frame from where it starts, without looking
     for its end first (_finish_open, cc_scan_finish_open), and takes it only when the framing's
-    terminator follows its closing brace.  Every other ending -- white space or bytes after the
-    object, a line feed inside it, CRLF, an SSE event with more lines -- goes the general way, and
-    both paths give the same runs and the same invalid frames, however the bytes are cut."""
-    run = [f for f in gen.run_frames(random.Random(3), 6)]
+    terminator (LF or CRLF, 0x1E, an SSE event's blank line) follows its closing brace.  Every other
+    ending -- white space or bytes after the object, a line feed inside it, an SSE event ending in
+    CRLF or with more lines -- goes the general way, and both paths give the same runs and the
+    same invalid frames, however the bytes are cut."""
+    run = gen.run_frames(random.Random(3), 6)
     fins = [k for k, f in enumerate(run) if f.startswith((b'{"type":"step-finish"', b'{"type":"finish"'))]
     assert len(fins) == 3
     pretty = json.dumps(json.loads(run[fins[0]]), indent=1).encode()
