@@ -1199,8 +1199,8 @@ def test_finish_frames_read_before_their_end_is_found(both):
             # cut in two at each byte around the changed frame's start and end, and here and there
             at = data.index(frames[fins[0]][:40])
             end = at + len(frames[fins[0]])
-            cuts = [None] + sorted({*range(max(1, at - 8), at + 24), *range(end - 8, min(len(data), end + 12)),
-                                    *range(1, len(data), 97)})
+            cuts = [None] + sorted({*range(max(1, at - 3), at + 12), *range(end - 4, min(len(data), end + 5)),
+                                    *range(1, len(data), 251)})
             outs = []
             for api in both:
                 for cut in cuts:

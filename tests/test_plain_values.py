@@ -40,7 +40,7 @@ _values = st.recursive(_scalars, lambda kids: st.one_of(st.lists(kids, max_size=
                        max_leaves=25)
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(_values, st.sampled_from([(",", ":"), (", ", ": "), (" ,\n", " :\t")]), st.booleans())
 def test_any_value_as_msgspec_decodes_it(v, seps, ascii_):
     _check(json.dumps(v, separators=seps, ensure_ascii=ascii_).encode())
