@@ -263,31 +263,25 @@ int cc_utf8_valid(const char *buf, size_t n) {
 /* ---- Text out of the accumulator's buffers (scan.h) ------------------------------------------ */
 
 #if SCAN_HAVE_AVX2
-/* cc_utf8_measure's count, 64 bytes at a time: *top the largest byte, the return the continuation
- * bytes (0x80-0xBF) of p[0..n) */
-__attribute__((target("avx2,popcnt"))) static size_t measure_avx2(const unsigned char *p, size_t n, unsigned *top) {
+/* cc_utf8_measure's count over the whole 64-byte blocks of p[0..n): their continuation bytes
+ * (0x80-0xBF) added to *cont, their largest byte to *top; returns the bytes looked at */
+__attribute__((target("avx2,popcnt"))) static size_t measure_avx2(const unsigned char *p, size_t n, size_t *cont,
+                                                                  unsigned *top) {
     const __m256i lead = _mm256_set1_epi8((char)0xC0);        /* 0x80-0xBF are below it, signed */
     __m256i mx = _mm256_setzero_si256();
-    size_t i = 0, cont = 0;
+    size_t i = 0;
     for (; i + 64 <= n; i += 64) {
         __m256i a = _mm256_loadu_si256((const __m256i *)(p + i)), b = _mm256_loadu_si256((const __m256i *)(p + i + 32));
-        __m256i ab = _mm256_or_si256(a, b);
-        if (!_mm256_movemask_epi8(ab)) continue;                /* ASCII: no continuation byte */
+        if (!_mm256_movemask_epi8(_mm256_or_si256(a, b))) continue;     /* ASCII: nothing to count */
         mx = _mm256_max_epu8(mx, _mm256_max_epu8(a, b));
         uint64_t m = (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpgt_epi8(lead, a)) |
                      (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpgt_epi8(lead, b)) << 32;
-        cont += (size_t)__builtin_popcountll(m);
+        *cont += (size_t)__builtin_popcountll(m);
     }
     unsigned char lanes[32];
     _mm256_storeu_si256((__m256i *)lanes, mx);
-    unsigned t = 0;
-    for (int k = 0; k < 32; k++) t = lanes[k] > t ? lanes[k] : t;
-    for (; i < n; i++) {
-        t = p[i] > t ? p[i] : t;
-        cont += (p[i] & 0xC0) == 0x80;
-    }
-    *top = t;
-    return cont;
+    for (int k = 0; k < 32; k++) *top = lanes[k] > *top ? lanes[k] : *top;
+    return i;
 }
 #endif
 
@@ -296,25 +290,20 @@ int cc_utf8_measure(const char *buf, size_t n, size_t *ncp, uint32_t *maxchar) {
     size_t i = 0, cont = 0;             /* continuation bytes: every other byte starts a code point */
     unsigned top = 0;                   /* the largest byte */
 #if SCAN_HAVE_AVX2
-    if (n >= 64 && cc_fast_avx2()) {
-        cont = measure_avx2(p, n, &top);
-        i = n;
-    }
+    if (n >= 64 && cc_fast_avx2()) i = measure_avx2(p, n, &cont, &top);
 #endif
 #if defined(__SSE2__)
-    if (i < n) {
-        __m128i mx = _mm_setzero_si128();
-        const __m128i lead = _mm_set1_epi8((char)0xC0);
-        for (; i + 16 <= n; i += 16) {
-            __m128i v = _mm_loadu_si128((const __m128i *)(p + i));
-            mx = _mm_max_epu8(mx, v);
-            unsigned m = (unsigned)_mm_movemask_epi8(_mm_cmplt_epi8(v, lead));
-            if (m) cont += (size_t)__builtin_popcount(m);
-        }
-        unsigned char lanes[16];
-        _mm_storeu_si128((__m128i *)lanes, mx);
-        for (int k = 0; k < 16; k++) top = lanes[k] > top ? lanes[k] : top;
+    __m128i mx = _mm_setzero_si128();
+    const __m128i lead = _mm_set1_epi8((char)0xC0);
+    for (; i + 16 <= n; i += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(p + i));
+        mx = _mm_max_epu8(mx, v);
+        unsigned m = (unsigned)_mm_movemask_epi8(_mm_cmplt_epi8(v, lead));
+        if (m) cont += (size_t)__builtin_popcount(m);
     }
+    unsigned char lanes[16];
+    _mm_storeu_si128((__m128i *)lanes, mx);
+    for (int k = 0; k < 16; k++) top = lanes[k] > top ? lanes[k] : top;
 #endif
     for (; i < n; i++) {
         top = p[i] > top ? p[i] : top;

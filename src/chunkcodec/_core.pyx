@@ -252,14 +252,10 @@ cdef str _utf8_text(const char* p, Py_ssize_t n):
 
 
 def utf8_text(data, Py_ssize_t start=0, Py_ssize_t end=-1):
-    """(A test hook.)  bytes(data)[start:end] decoded as DeltaBuf.text decodes its buffer."""
-    cdef bytes b = bytes(data)
-    cdef Py_ssize_t n = PyBytes_GET_SIZE(b)
-    if end < 0 or end > n:
-        end = n
-    if start < 0:
-        start = 0
-    return _utf8_text(PyBytes_AS_STRING(b) + start, end - start)
+    """(A test hook.)  bytes(data)[start:end] as DeltaBuf.text decodes its buffer."""
+    buf = DeltaBuf()
+    buf.append(bytes(data))
+    return buf.text(start, end)
 
 
 cdef inline void _set_raw(object chunk, object raw) except *:
@@ -272,6 +268,16 @@ AccumulatorBase = _accum.AccumulatorBase
 cdef object _decode_finish_light = _accum.decode_finish_light
 cdef object _light_fields = _accum.light_fields
 cdef tuple _FINISH_PREFIXES = _accum.FINISH_PREFIXES
+
+
+cdef inline bint _finish_prefix(const char* p, Py_ssize_t n):
+    """p[0..n) starts as Mastra starts a step-finish or finish frame (_FINISH_PREFIXES)."""
+    if n <= 20 or p[0] != b'{' or (p[9] != b's' and p[9] != b'f'):
+        return False
+    for prefix in _FINISH_PREFIXES:
+        if n >= PyBytes_GET_SIZE(prefix) and memcmp(p, PyBytes_AS_STRING(prefix), PyBytes_GET_SIZE(prefix)) == 0:
+            return True
+    return False
 cdef object _decode_any = msgspec.json.Decoder().decode
 cdef tuple _SPAN_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError)
 
@@ -432,15 +438,21 @@ cdef object _plain_value(const char* p, size_t n, size_t* at, int depth=0):
     return _NOT_PLAIN
 
 
+cdef object _plain_span(cc_span_t s):
+    """The value at a span (present) when _plain_value makes all of it, else _NOT_PLAIN."""
+    cdef size_t at = 0
+    v = _plain_value(s.p, s.len, &at)
+    return v if v is _NOT_PLAIN or _skip_ws(s.p, s.len, at) == s.len else _NOT_PLAIN
+
+
 cdef inline object _span_value(cc_span_t s):
     """The value at a span, as msgspec decodes it (typed Any); UNSET when absent.  Made here when
     _plain_value can (a string, an object or array of strings, integers, literals), by msgspec
     otherwise."""
-    cdef size_t at = 0
     if s.p == NULL:
         return _UNSET
-    v = _plain_value(s.p, s.len, &at)
-    if v is not _NOT_PLAIN and _skip_ws(s.p, s.len, at) == s.len:
+    v = _plain_span(s)
+    if v is not _NOT_PLAIN:
         return v
     return _decode_any(PyBytes_FromStringAndSize(s.p, <Py_ssize_t>s.len))
 
@@ -449,12 +461,10 @@ def plain_value(data):
     """(A test hook.)  What _span_value makes of the JSON value in data, and whether it made it
     without msgspec: (value, made_here)."""
     cdef bytes b = bytes(data)
-    cdef size_t at = 0
     cdef cc_span_t s
     s.p = PyBytes_AS_STRING(b)
     s.len = <size_t>PyBytes_GET_SIZE(b)
-    v = _plain_value(s.p, s.len, &at)
-    return _span_value(s), v is not _NOT_PLAIN and _skip_ws(s.p, s.len, at) == s.len
+    return _span_value(s), _plain_span(s) is not _NOT_PLAIN
 
 
 cdef inline object _span_or_none(cc_span_t s):
@@ -1039,15 +1049,9 @@ cdef class StreamDecoder:
         cdef cc_hot_t hot
         cdef tuple ss
         cdef const char* p = PyBytes_AS_STRING(owner) + start
-        cdef bint finish = False
         # (a step-finish/finish frame, the biggest of a log, is known by its first bytes: the hot
         # and step-start scanners, which would walk into it before refusing it, are not tried)
-        if length > 20 and p[0] == b'{' and (p[9] == b's' or p[9] == b'f'):
-            for prefix in _FINISH_PREFIXES:
-                if length >= PyBytes_GET_SIZE(prefix) and \
-                        memcmp(p, PyBytes_AS_STRING(prefix), PyBytes_GET_SIZE(prefix)) == 0:
-                    finish = True
-                    break
+        cdef bint finish = _finish_prefix(p, length)
         if not finish and cc_scan_hot(p, length, &hot) == CC_OK:
             self._sink_hot(&hot)
             return
@@ -1142,13 +1146,7 @@ cdef class StreamDecoder:
         elif fr != CC_FRAMING_NDJSON and fr != CC_FRAMING_RS:
             return 0
         q = p + j
-        if avail - j <= 20 or q[0] != b'{' or (q[9] != b's' and q[9] != b'f'):
-            return 0
-        for prefix in _FINISH_PREFIXES:
-            if avail - j >= PyBytes_GET_SIZE(prefix) and \
-                    memcmp(q, PyBytes_AS_STRING(prefix), PyBytes_GET_SIZE(prefix)) == 0:
-                break
-        else:
+        if not _finish_prefix(q, avail - j):
             return 0
         if cc_scan_finish_open(q, <size_t>(avail - j), &f, &end) != CC_OK:
             return 0
