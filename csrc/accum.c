@@ -240,10 +240,33 @@ CC_INLINE size_t accum_deltas(int framing, const char *buf, size_t len, size_t m
         const char *p = buf + done;
         size_t skip = 0;
         if (sse ? !(skip = sse_json_at(p, len - done)) : p[0] != '{') break;
+        const char *q = p + skip;
+        size_t avail = len - done - skip;
         fast_delta_t fd;
-        if (!fast_delta_kept(&t->heads, p + skip, len - done - skip, sep, &fd, avx2)) {
-            if (!fast_delta_read(&t->heads, p + skip, len - done - skip, sep, &fd, avx2)) break;
-            head_keep(&t->heads, p + skip, &fd);
+        cc_prefix *h = avail < HEAD_MIN ? NULL : head_find(&t->heads, q, avail, avx2);
+        if (h && !h->pm_len && h->stamp && t->slot[h->route].stamp == h->stamp && live(&t->slot[h->route])) {
+            /* The usual delta: a kept head whose route still holds, its text plain (kept_plain),
+             * appended as below without filling fd (the same checks, in the same order). */
+            size_t tl = kept_plain(h, q, avail, sep, &fd.len, avx2);
+            if (tl != (size_t)-1) {
+                if (skip + fd.len + (q[fd.len] == '\r') > max_frame) break;
+                size_t next = frame_next(p, skip, len - done, &fd);
+                if (!next) break;
+                cc_dbuf *b = t->slot[h->route].buf;
+                if (!dbuf_append(b, q + h->len, tl, 0)) {
+                    st->full = h->route;
+                    st->need = tl;
+                    break;
+                }
+                st->frames++;
+                st->last = h->route;
+                done += next;
+                continue;
+            }
+        }
+        if (!(h && kept_read(h, q, avail, sep, &fd, avx2))) {
+            if (!fast_delta_read(&t->heads, q, avail, sep, &fd, avx2)) break;
+            head_keep(&t->heads, q, &fd);
         }
         /* (max_frame is on the frame's line, or SSE event, a CR before its LF included: the
          * general path's measure) */
@@ -255,7 +278,7 @@ CC_INLINE size_t accum_deltas(int framing, const char *buf, size_t len, size_t m
             break;
         }
         ptrdiff_t i = -1;
-        cc_prefix *h = fd.head;
+        h = fd.head;
         if (h && h->stamp && t->slot[h->route].stamp == h->stamp && live(&t->slot[h->route])) {
             i = h->route;                            /* the route this head led to, still held */
         } else if (fd.run_len + fd.key_len <= CC_ROUTE_KEY_MAX) {

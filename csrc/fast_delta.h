@@ -541,12 +541,36 @@ CC_INLINE void kept_fill(fast_delta_t *out, cc_prefix *e, const char *p, size_t 
     out->head = e;
 }
 
-/* fast_delta_read for a frame whose head is kept: 1 with *out filled, 0 for "read it in full". */
-CC_INLINE int fast_delta_kept(cc_prefix_cache *c, const char *p, size_t avail, char sep, fast_delta_t *out,
-                              int avx2) {
-    if (avail < HEAD_MIN) return 0;
-    cc_prefix *e = head_find(c, p, avail, avx2);
-    if (e == NULL) return 0;
+/* The usual frame after a kept head e (head_find's): its text holds no backslash and ends, with
+ * `"}}` and the separator (CRLF for LF), within the 64 bytes after the head.  One block's masks
+ * say so; the text's non-ASCII bytes are checked as read_frame checks them.  The text's length,
+ * with *len the frame's (p[*len] is its separator), or (size_t)-1: read it with kept_read, which
+ * takes the same frames, with the same spans, and the others too. */
+CC_INLINE size_t kept_plain(const cc_prefix *e, const char *p, size_t avail, char sep, size_t *len, int avx2) {
+    size_t k = e->len;
+    fast_block m;
+    if (avail - k < 64) return (size_t)-1;
+#if FAST_HAVE_AVX2
+    if (avx2)
+        block_masks_avx2(p + k, &m);
+    else
+#endif
+        block_masks(p + k, &m);
+    uint64_t stop = m.quote | m.bslash | m.ctl;
+    size_t j = stop ? ctz64(stop) : 64;
+    /* (j <= 59: the closing `"}}`, the separator and an LF after a CR are in the block) */
+    if (j > 59 || !(m.quote >> j & 1) || !same(p + k + j, "\"}}", 3)) return (size_t)-1;
+    char c = p[k + j + 3];
+    if (c != sep && !(sep == '\n' && c == '\r' && p[k + j + 4] == '\n')) return (size_t)-1;
+    uint64_t hi = m.high & ((1ull << j) - 1);
+    if (hi && !cc_utf8_valid(p + k + ctz64(hi), j - ctz64(hi))) return (size_t)-1;
+    *len = k + j + 3;
+    return j;
+}
+
+/* fast_delta_read for a frame that starts with the kept head e (head_find's): 1 with *out
+ * filled, 0 for "read it in full". */
+CC_INLINE int kept_read(cc_prefix *e, const char *p, size_t avail, char sep, fast_delta_t *out, int avx2) {
     size_t k = e->len;
     fast_frame fr;
     int nb;
@@ -558,6 +582,13 @@ CC_INLINE int fast_delta_kept(cc_prefix_cache *c, const char *p, size_t avail, c
     if (end - t != 3 || !same(p + t, "\"}}", 3)) return 0;
     kept_fill(out, e, p, end, t - k, nb);
     return 1;
+}
+
+/* fast_delta_read for a frame whose head is kept: 1 with *out filled, 0 for "read it in full". */
+CC_INLINE int fast_delta_kept(cc_prefix_cache *c, const char *p, size_t avail, char sep, fast_delta_t *out,
+                              int avx2) {
+    cc_prefix *e = avail < HEAD_MIN ? NULL : head_find(c, p, avail, avx2);
+    return e != NULL && kept_read(e, p, avail, sep, out, avx2);
 }
 
 /* The delta types, each with its closing quote, as they follow `"type":"`: 1 when p[0..n) starts

@@ -820,6 +820,54 @@ def test_delta_frames_after_a_kept_head_accumulate_alike_on_both_paths(both, fra
     assert sum(r["text"].startswith("hello") and r["text"].endswith("bye") for r in runs) > 300
 
 
+@pytest.mark.parametrize("framing", ["ndjson", "ndjson-crlf", "sse", "sse-crlf", "rs"])
+def test_texts_at_the_edge_of_the_one_block_delta_read(both, framing):
+    """The native delta loop reads the usual delta after a kept head, one whose text has no escape
+    and ends (with `"}}` and the separator, CRLF's LF included) within the 64 bytes after the head,
+    from that one block; the others as before.  Texts of 0 to 70 bytes, ASCII and not, each with a
+    bad variant (a raw control byte, bad UTF-8, an escape, a byte after the closing brace) in the
+    middle of many runs' deltas: the same runs and the same invalid frames as on the reference path,
+    fed whole and in pieces."""
+    sep, pre = {"ndjson": (b"\n", b""), "ndjson-crlf": (b"\r\n", b""), "sse": (b"\n\n", b"data: "),
+                "sse-crlf": (b"\r\n\r\n", b"data: "), "rs": (b"\x1e", b"")}[framing]
+    heads = [('{"type":"text-delta","runId":"%08d-aaaa-4bbb-8ccc-%012d","from":"AGENT","payload":'
+              '{"id":"txt-0","text":"' % (i, i)).encode() for i in range(8)]
+    texts = []
+    for n in range(71):
+        texts += [b"a" * n, ("é" * n).encode()[:n].decode("utf-8", "ignore").encode(), b"b" * max(n - 4, 0) + "😀".encode()]
+    # (what each variant adds to the text: None for an invalid frame)
+    odd = [(b"\x01", None), (b"\xc3(", None), (b"\\n", b"\n"), (b"\xed\xa0\x80", None), (b'"x', None)]
+    frames, want = [], {h: [] for h in heads}
+    for k, text in enumerate(texts):
+        h = heads[k % len(heads)]
+        frames.append(h + text + b'"}}')
+        want[h].append(text)
+        raw, adds = odd[k % len(odd)]
+        cut = len(text) // 2
+        while cut and text[cut] & 0xC0 == 0x80:        # (a cut between characters)
+            cut -= 1
+        trailing = b" " if k % 7 == 0 else b""         # (valid: JSON white space after the frame)
+        frames.append(h + text[:cut] + raw + text[cut:] + b'"}}' + trailing)
+        if adds is not None:
+            want[h].append(text[:cut] + adds + text[cut:])
+    data = b"".join(pre + f + sep for f in frames)
+    outs = []
+    for api in both:
+        for step in (len(data), 61):
+            acc = api.Accumulator(framing.split("-")[0], errors="keep")
+            for i in range(0, len(data), step):
+                acc.feed(data[i:i + step])
+            acc.close()
+            outs.append(([msgspec.to_builtins(r, enc_hook=_frame_tuple) for r in acc.results().values()],
+                         [_frame_tuple(f) for f in acc.invalid_frames]))
+    assert outs[0] == outs[1] == outs[2] == outs[3]
+    runs, bad_frames = outs[0]
+    got = {r["run_id"]: r["text"] for r in runs}
+    for h in heads:
+        assert got[h[30:66].decode()] == b"".join(want[h]).decode()
+    assert len(bad_frames) == sum(odd[k % len(odd)][1] is None for k in range(len(texts)))
+
+
 def test_the_route_table_starts_small_and_grows_while_parts_are_open(both):
     """An accumulating decoder's route table starts at 16 slots, enough for one stream, which then
     costs kilobytes, not the 512-slot table with its heads (about 272 KB, zeroed per decoder); a log
