@@ -15,6 +15,17 @@ _Static_assert((int)CC_ACC_TEXT_START == (int)FAST_TEXT_START && (int)CC_ACC_TEX
 
 /* Append a scanned string, unescaped, to b (0: no room).  An unescaped text, most deltas, is
  * copied inline: the delta loop calls this directly. */
+/* The same for a text the delta loop read with kept_plain: its escapes, if any, are the
+ * one-character ones at the backslashes esc marks. */
+CC_INLINE int dbuf_append_simple(cc_dbuf *b, const char *p, size_t len, uint64_t esc) {
+    size_t n = (size_t)*b->len;
+    if (b->p == NULL || b->cap - n < len) return 0;
+    n += esc ? unescape_simple(b->p + n, p, len, esc) : (copy_small(b->p + n, p, len), len);
+    b->p[n] = 0;
+    *b->len = (ptrdiff_t)n;
+    return 1;
+}
+
 CC_INLINE int dbuf_append(cc_dbuf *b, const char *p, size_t len, int escaped) {
     size_t n = (size_t)*b->len;
     if (b->p == NULL || b->cap - n < len) return 0;
@@ -245,15 +256,17 @@ CC_INLINE size_t accum_deltas(int framing, const char *buf, size_t len, size_t m
         fast_delta_t fd;
         cc_prefix *h = avail < HEAD_MIN ? NULL : head_find(&t->heads, q, avail, avx2);
         if (h && !h->pm_len && h->stamp && t->slot[h->route].stamp == h->stamp && live(&t->slot[h->route])) {
-            /* The usual delta: a kept head whose route still holds, its text plain (kept_plain),
-             * appended as below without filling fd (the same checks, in the same order). */
-            size_t tl = kept_plain(h, q, avail, sep, &fd.len, avx2);
+            /* The usual delta: a kept head whose route still holds, its text in one block with
+             * one-character escapes at most (kept_plain), appended as below without filling fd
+             * (the same checks, in the same order). */
+            uint64_t esc;
+            size_t tl = kept_plain(h, q, avail, sep, &fd.len, &esc, avx2);
             if (tl != (size_t)-1) {
                 if (skip + fd.len + (q[fd.len] == '\r') > max_frame) break;
                 size_t next = frame_next(p, skip, len - done, &fd);
                 if (!next) break;
                 cc_dbuf *b = t->slot[h->route].buf;
-                if (!dbuf_append(b, q + h->len, tl, 0)) {
+                if (!dbuf_append_simple(b, q + h->len, tl, esc)) {
                     st->full = h->route;
                     st->need = tl;
                     break;

@@ -541,13 +541,21 @@ CC_INLINE void kept_fill(fast_delta_t *out, cc_prefix *e, const char *p, size_t 
     out->head = e;
 }
 
-/* The usual frame after a kept head e (head_find's): its text holds no backslash and ends, with
- * `"}}` and the separator (CRLF for LF), within the 64 bytes after the head.  One block's masks
- * say so; the text's non-ASCII bytes are checked as read_frame checks them.  The text's length,
- * with *len the frame's (p[*len] is its separator), or (size_t)-1: read it with kept_read, which
- * takes the same frames, with the same spans, and the others too. */
-CC_INLINE size_t kept_plain(const cc_prefix *e, const char *p, size_t avail, char sep, size_t *len, int avx2) {
-    size_t k = e->len;
+/* The byte a one-character escape stands for, by the character after the backslash (0: not one;
+ * \u takes the longer way). */
+static const char fast_unescape[256] = {
+    ['"'] = '"', ['\\'] = '\\', ['/'] = '/', ['b'] = '\b', ['f'] = '\f', ['n'] = '\n', ['r'] = '\r', ['t'] = '\t',
+};
+
+/* The usual frame after a kept head e (head_find's): its text ends, with `"}}` and the separator
+ * (CRLF for LF), within the 64 bytes after the head, and its escapes are one-character ones
+ * (\n, \", \\...).  One block's masks say so; the text's non-ASCII bytes are checked as read_frame
+ * checks them.  The text's length as written, with *len the frame's (p[*len] is its separator)
+ * and *esc a bit for each escape's backslash (0: none), or (size_t)-1: read it with kept_read,
+ * which takes the same frames, with the same spans, and the others too. */
+CC_INLINE size_t kept_plain(const cc_prefix *e, const char *p, size_t avail, char sep, size_t *len, uint64_t *esc,
+                            int avx2) {
+    size_t k = e->len, j;
     fast_block m;
     if (avail - k < 64) return (size_t)-1;
 #if FAST_HAVE_AVX2
@@ -557,15 +565,38 @@ CC_INLINE size_t kept_plain(const cc_prefix *e, const char *p, size_t avail, cha
 #endif
         block_masks(p + k, &m);
     uint64_t stop = m.quote | m.bslash | m.ctl;
-    size_t j = stop ? ctz64(stop) : 64;
-    /* (j <= 59: the closing `"}}`, the separator and an LF after a CR are in the block) */
-    if (j > 59 || !(m.quote >> j & 1) || !same(p + k + j, "\"}}", 3)) return (size_t)-1;
+    *esc = 0;
+    for (;;) {
+        /* (j <= 59: the closing `"}}`, the separator and an LF after a CR are in the block) */
+        j = stop ? ctz64(stop) : 64;
+        if (j > 59) return (size_t)-1;
+        if (!(m.bslash >> j & 1)) break;
+        if (!fast_unescape[(unsigned char)p[k + j + 1]]) return (size_t)-1;
+        *esc |= 1ull << j;
+        stop &= ~0ull << (j + 2);          /* (the escaped character is no quote, backslash or end) */
+    }
+    if (!(m.quote >> j & 1) || !same(p + k + j, "\"}}", 3)) return (size_t)-1;
     char c = p[k + j + 3];
     if (c != sep && !(sep == '\n' && c == '\r' && p[k + j + 4] == '\n')) return (size_t)-1;
     uint64_t hi = m.high & ((1ull << j) - 1);
     if (hi && !cc_utf8_valid(p + k + ctz64(hi), j - ctz64(hi))) return (size_t)-1;
     *len = k + j + 3;
     return j;
+}
+
+/* p[0..n) with the one-character escapes whose backslashes esc marks, decoded into dst: the bytes
+ * written. */
+CC_INLINE size_t unescape_simple(char *dst, const char *p, size_t n, uint64_t esc) {
+    size_t w = 0, s = 0;
+    for (; esc; esc &= esc - 1) {
+        size_t x = ctz64(esc);
+        copy_small(dst + w, p + s, x - s);
+        w += x - s;
+        dst[w++] = fast_unescape[(unsigned char)p[x + 1]];
+        s = x + 2;
+    }
+    copy_small(dst + w, p + s, n - s);
+    return w + n - s;
 }
 
 /* fast_delta_read for a frame that starts with the kept head e (head_find's): 1 with *out

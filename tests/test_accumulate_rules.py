@@ -822,12 +822,12 @@ def test_delta_frames_after_a_kept_head_accumulate_alike_on_both_paths(both, fra
 
 @pytest.mark.parametrize("framing", ["ndjson", "ndjson-crlf", "sse", "sse-crlf", "rs"])
 def test_texts_at_the_edge_of_the_one_block_delta_read(both, framing):
-    """The native delta loop reads the usual delta after a kept head, one whose text has no escape
-    and ends (with `"}}` and the separator, CRLF's LF included) within the 64 bytes after the head,
-    from that one block; the others as before.  Texts of 0 to 70 bytes, ASCII and not, each with a
-    bad variant (a raw control byte, bad UTF-8, an escape, a byte after the closing brace) in the
-    middle of many runs' deltas: the same runs and the same invalid frames as on the reference path,
-    fed whole and in pieces."""
+    """The native delta loop reads the usual delta after a kept head, one whose text has only
+    one-character escapes and ends (with `"}}` and the separator, CRLF's LF included) within the 64
+    bytes after the head, from that one block; the others as before.  Texts of 0 to 70 bytes, ASCII
+    and not, each followed by a variant (a raw control byte, bad UTF-8, a quote, escapes good and
+    bad, a lone backslash, white space after the frame) among many runs' deltas: the same runs and
+    the same invalid frames as on the reference path, fed whole and in pieces."""
     sep, pre = {"ndjson": (b"\n", b""), "ndjson-crlf": (b"\r\n", b""), "sse": (b"\n\n", b"data: "),
                 "sse-crlf": (b"\r\n\r\n", b"data: "), "rs": (b"\x1e", b"")}[framing]
     heads = [('{"type":"text-delta","runId":"%08d-aaaa-4bbb-8ccc-%012d","from":"AGENT","payload":'
@@ -836,7 +836,9 @@ def test_texts_at_the_edge_of_the_one_block_delta_read(both, framing):
     for n in range(71):
         texts += [b"a" * n, ("é" * n).encode()[:n].decode("utf-8", "ignore").encode(), b"b" * max(n - 4, 0) + "😀".encode()]
     # (what each variant adds to the text: None for an invalid frame)
-    odd = [(b"\x01", None), (b"\xc3(", None), (b"\\n", b"\n"), (b"\xed\xa0\x80", None), (b'"x', None)]
+    odd = [(b"\x01", None), (b"\xc3(", None), (b"\\n", b"\n"), (b"\xed\xa0\x80", None), (b'"x', None),
+           (b'\\"\\\\', b'"\\'), (b"\\t\\/\\b\\f\\r", b"\t/\b\f\r"), (b"\\u00e9", "é".encode()), (b"\\x", None),
+           (b"\\", None), (b"\\\\\\", None)]
     frames, want = [], {h: [] for h in heads}
     for k, text in enumerate(texts):
         h = heads[k % len(heads)]
@@ -846,6 +848,8 @@ def test_texts_at_the_edge_of_the_one_block_delta_read(both, framing):
         cut = len(text) // 2
         while cut and text[cut] & 0xC0 == 0x80:        # (a cut between characters)
             cut -= 1
+        if (len(raw) - len(raw.rstrip(b"\\"))) % 2:   # (a lone backslash: before the closing quote)
+            cut = len(text)
         trailing = b" " if k % 7 == 0 else b""         # (valid: JSON white space after the frame)
         frames.append(h + text[:cut] + raw + text[cut:] + b'"}}' + trailing)
         if adds is not None:
