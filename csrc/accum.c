@@ -220,8 +220,7 @@ CC_INLINE void event_stop(cc_accum_stop *st, int event, const fast_delta_t *fd, 
 }
 
 /* A delta read for the caller to route: one whose providerMetadata its route does not hold
- * (CC_ACC_PM_DELTA), or one with keys the general path's scanner does not know and no route
- * (CC_ACC_NEW_ROUTE). */
+ * (CC_ACC_PM_DELTA), or one without a route (CC_ACC_NEW_ROUTE). */
 CC_INLINE void delta_stop(cc_accum_stop *st, int event, const fast_delta_t *fd, size_t skip, size_t next) {
     event_stop(st, event, fd, next);
     st->type = fd->type;
@@ -306,8 +305,9 @@ CC_INLINE size_t accum_deltas(int framing, const char *buf, size_t len, size_t m
             break;
         }
         if (i < 0) {
-            /* (a frame the general path would decode whole, and store no route for) */
-            if (fd.extra) delta_stop(st, CC_ACC_NEW_ROUTE, &fd, skip, next);
+            /* the caller routes it from what was read here (the first delta of a part, or one
+             * with keys the general path would decode it whole for, and store no route) */
+            delta_stop(st, CC_ACC_NEW_ROUTE, &fd, skip, next);
             break;
         }
         if (!dbuf_append(t->slot[i].buf, fd.text, fd.text_len, fd.escaped)) {

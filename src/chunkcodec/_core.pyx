@@ -1198,11 +1198,12 @@ cdef class StreamDecoder:
         - CC_ACC_PM_DELTA, a text or reasoning delta carrying providerMetadata that its route does
           not hold: its part takes the providerMetadata (_route_pm), and the route holds these
           bytes;
-        - CC_ACC_NEW_ROUTE, a delta with keys the chunk's schema does not know (a log's sequence
-          number, a proxy's tag) or a tool-call-delta with providerMetadata, whose part has no
-          route: routed as _sink_hot routes a delta (those keys change nothing that adding the
-          chunk would), where the general path would decode every such delta whole and store no
-          route.
+        - CC_ACC_NEW_ROUTE, a delta whose part has no route (the part's first delta, mostly):
+          routed as _sink_hot routes a delta, without the frame's split and scan.  Among them
+          deltas with keys the chunk's schema does not know (a log's sequence number, a proxy's
+          tag) or a tool-call-delta with providerMetadata (those keys change nothing that adding
+          the chunk would), where the general path would decode every such delta whole and store
+          no route.
         Strings with escapes, or providerMetadata msgspec refuses after all, go the general way."""
         cdef cc_str_t text
         cdef tuple r

@@ -132,10 +132,12 @@ enum { CC_ACC_TEXT_START = 4, CC_ACC_TEXT_END = 5, CC_ACC_START = 6, CC_ACC_TOOL
 /* And a text or reasoning delta carrying providerMetadata that its route does not hold (or that
  * has no route): read, its strings possibly escaped, for the caller to route and store. */
 enum { CC_ACC_PM_DELTA = 8 };
-/* And a delta holding keys the general path's scanner does not know (cc_scan_hot refuses it: keys
- * the chunk's schema does not know either, or a tool-call-delta's providerMetadata; they do not
- * change what adding the chunk does), whose part has no route: read, its strings possibly escaped,
- * for the caller to route (the general path would decode the frame whole, and store no route). */
+/* And a delta whose part has no route (its first, or one whose route made way): read, its strings
+ * possibly escaped, for the caller to route, which then need not split and scan the frame again.
+ * Among them deltas holding keys the general path's scanner does not know (cc_scan_hot refuses
+ * them: keys the chunk's schema does not know either, or a tool-call-delta's providerMetadata;
+ * they do not change what adding the chunk does), which the general path would decode whole, and
+ * store no route for. */
 enum { CC_ACC_NEW_ROUTE = 9 };
 
 /* Why cc_accum_deltas stopped, and what it took. */
