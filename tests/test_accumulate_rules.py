@@ -743,8 +743,9 @@ def test_a_run_id_that_comes_back_after_its_run_was_popped_starts_a_new_run(code
 def test_pop_results_hands_out_every_run_once_in_order_and_walks_the_table_once(codec):
     """pop_results() yields each run once, in first-seen order, also when the caller pops runs
     (pop_finished) or feeds more between its yields.  It walks the run table a constant number of
-    times: taking the first key again after each pop steps over every key popped before it, which
-    made accumulate() of 100,000 runs spend 6.8 s here (0.7 s now)."""
+    times (counted on the reference path): taking the first key again after each pop steps over
+    every key popped before it, which made accumulate() of 100,000 runs spend 6.8 s here (0.7 s
+    now)."""
     fin = line("finish", {"stepResult": {"reason": "stop"}, "output": {"usage": {}}}, run="r3")
     acc = codec.Accumulator("ndjson")
     acc.feed(b"".join(text_delta("t", "x%d" % i, run="r%d" % i) + b"\n" for i in range(6)) + fin + b"\n")
@@ -754,6 +755,10 @@ def test_pop_results_hands_out_every_run_once_in_order_and_walks_the_table_once(
     acc.feed(text_delta("t", "y", run="r9") + b"\n")   # a run that arrives meanwhile
     got += [r.run_id for r in gen_]
     assert got == ["r0", "r3", "r1", "r2", "r4", "r5", "r9"] and acc.run_ids() == []
+    if codec.name == "native":
+        # (the native path types the run table as a dict, so it takes no subclass to count with;
+        # its code is the reference path's source, compiled)
+        return
 
     class Walks(dict):
         n = 0

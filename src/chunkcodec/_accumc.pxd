@@ -78,7 +78,8 @@ cdef class _Run:
 # The accumulator itself: its attributes are fields, not a dict (the decoder sets _current; a
 # subclass made by chunkcodec._api sets _Buf and _impl on the class; the decoder holds it weakly).
 cdef class AccumulatorBase:
-    cdef public object _framing, _errors, _max, _current, _main, _decoder, _runs
+    cdef public object _framing, _errors, _max, _current, _main, _decoder
+    cdef public dict _runs
     cdef public dict _tool_args
     cdef public set _runless_into
     cdef public bint _closed
@@ -100,3 +101,7 @@ cdef _Run _run_of(AccumulatorBase acc, run_id, from_)
 
 @cython.locals(run=_Run)
 cdef _other(AccumulatorBase acc, chunk)
+
+# Module globals _other() looks up in: typed, a dict call, not a method lookup (and not module
+# attributes any more on the native path; _KINDS stays one, for a test to swap)
+cdef dict _TAGS, _HANDLERS
