@@ -10,7 +10,8 @@
 #include "fast_delta.h"
 
 _Static_assert((int)CC_ACC_TEXT_START == (int)FAST_TEXT_START && (int)CC_ACC_TEXT_END == (int)FAST_TEXT_END &&
-                   (int)CC_ACC_START == (int)FAST_START && (int)CC_ACC_TOOL_INPUT_END == (int)FAST_TOOL_INPUT_END,
+                   (int)CC_ACC_START == (int)FAST_START && (int)CC_ACC_TOOL_INPUT_END == (int)FAST_TOOL_INPUT_END &&
+                   (int)CC_ACC_TOOL_INPUT_START == (int)FAST_TOOL_INPUT_START,
                "the frame kinds of accum.h and fast_delta.h");
 
 /* Append a scanned string, unescaped, to b (0: no room).  An unescaped text, most deltas, is
@@ -207,7 +208,8 @@ int cc_fast_avx2(void) {
 #endif
 }
 
-/* A frame read for the caller: the event, where the next frame starts, its runId, from and key. */
+/* A frame read for the caller: the event, where the next frame starts, its runId, from, key and
+ * name. */
 CC_INLINE void event_stop(cc_accum_stop *st, int event, const fast_delta_t *fd, size_t next) {
     st->event = event;
     st->event_bytes = next;
@@ -217,6 +219,8 @@ CC_INLINE void event_stop(cc_accum_stop *st, int event, const fast_delta_t *fd, 
     st->from_len = fd->from_len;
     st->key = fd->key;
     st->key_len = fd->key_len;
+    st->name = fd->name;
+    st->name_len = fd->name_len;
 }
 
 /* A delta read for the caller to route: one whose providerMetadata its route does not hold
@@ -228,8 +232,6 @@ CC_INLINE void delta_stop(cc_accum_stop *st, int event, const fast_delta_t *fd, 
     st->text_len = fd->text_len;
     st->pm = fd->pm;
     st->pm_len = fd->pm_len;
-    st->name = fd->name;
-    st->name_len = fd->name_len;
     st->frame_off = skip;
     st->frame_len = fd->len;
 }

@@ -163,9 +163,10 @@ CC_INLINE void copy_small(char *dst, const char *src, size_t n) {
  * text-end it takes is as valid (same checks, a template with no other value in it). */
 
 /* Besides the deltas (cc_hot_type), the two frames that bracket every text part, in their plain
- * shape (no providerMetadata), the start frame of a run, payload {id, messageId}, and the end of a
- * tool call's streamed input, payload {toolCallId}: no text, and taken only without escapes. */
-enum { FAST_TEXT_START = 4, FAST_TEXT_END = 5, FAST_START = 6, FAST_TOOL_INPUT_END = 7 };
+ * shape (no providerMetadata), the start frame of a run, payload {id, messageId}, and the start
+ * and end of a tool call's streamed input, payloads {toolCallId, toolName} and {toolCallId}: no
+ * text, and taken only without escapes.  (8 and 9 are accum.h's.) */
+enum { FAST_TEXT_START = 4, FAST_TEXT_END = 5, FAST_START = 6, FAST_TOOL_INPUT_END = 7, FAST_TOOL_INPUT_START = 10 };
 
 typedef struct fast_delta_t {
     size_t len;                        /* frame length: p[len] is the separator */
@@ -289,6 +290,9 @@ CC_INLINE int isa_template(const char *p, fast_frame *fp, int nb, fast_delta_t *
     } else if (p[9] == 's') {
         if (!lit_str(fp, &x, "{\"type\":\"start\",\"runId\":\"", 25, &rs)) return 0;
         out->type = FAST_START;
+    } else if (p[9] == 't' && p[10] == 'o' && p[19] == 'i' && p[35] == 's') {
+        if (!lit_str(fp, &x, "{\"type\":\"tool-call-input-streaming-start\",\"runId\":\"", 51, &rs)) return 0;
+        out->type = FAST_TOOL_INPUT_START;
     } else if (p[9] == 't' && p[10] == 'o' && p[19] == 'i') {
         if (!lit_str(fp, &x, "{\"type\":\"tool-call-input-streaming-end\",\"runId\":\"", 49, &rs)) return 0;
         out->type = FAST_TOOL_INPUT_END;
@@ -312,12 +316,17 @@ CC_INLINE int isa_template(const char *p, fast_frame *fp, int nb, fast_delta_t *
     if (out->type >= FAST_TEXT_START) {
         if (nb) return 0;
         if (out->type == FAST_TEXT_END ? !lit_str(fp, &x, "\",\"payload\":{\"type\":\"text-end\",\"id\":\"", 37, &s)
-            : out->type == FAST_TOOL_INPUT_END ? !lit_str(fp, &x, "\",\"payload\":{\"toolCallId\":\"", 27, &s)
+            : out->type >= FAST_TOOL_INPUT_END ? !lit_str(fp, &x, "\",\"payload\":{\"toolCallId\":\"", 27, &s)
                                                : !lit_str(fp, &x, "\",\"payload\":{\"id\":\"", 19, &s))
             return 0;
         out->key = p + s;
         out->key_len = x - s;
         if (out->type == FAST_START && !lit_str(fp, &x, "\",\"messageId\":\"", 15, &s)) return 0;
+        if (out->type == FAST_TOOL_INPUT_START) {
+            if (!lit_str(fp, &x, "\",\"toolName\":\"", 14, &s)) return 0;
+            out->name = p + s;
+            out->name_len = x - s;
+        }
         out->text = NULL;
         out->text_len = 0;
     } else if (!tool) {

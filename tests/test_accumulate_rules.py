@@ -473,8 +473,8 @@ _DELTA_PMS = ['{"openai":{"itemId":"rs_1"}}', '{"openai":{"itemId":"rs_2"}}',
 
 
 def _random_delta_log(rng, n):
-    """Delta, text-start, text-end, start and tool-call-input-streaming-end frames in Mastra's
-    shape (what the native C delta loop takes or reads) mixed with what sends it back to the
+    """Delta, text-start, text-end, start and tool-call-input-streaming-start and -end frames in
+    Mastra's shape (what the native C delta loop takes or reads) mixed with what sends it back to the
     general path: run ids too long for a stored route, escaped ids, tool deltas that name their
     tool late, ids reopened after text-end, providerMetadata (on deltas: repeated, changing,
     escaped, long, and values the loop leaves to the decoder), extra payload keys, other key
@@ -505,8 +505,14 @@ def _random_delta_log(rng, n):
             d = {"type": "finish", "runId": run, "from": "AGENT",
                  "payload": {"stepResult": {"reason": "stop"}, "output": {"usage": {"inputTokens": 1}}}}
         else:
-            kind = rng.choice(["text-start", "text-end", "start", "tool-call-input-streaming-end"])
-            if kind == "start":
+            kind = rng.choice(["text-start", "text-end", "start", "tool-call-input-streaming-end",
+                               "tool-call-input-streaming-start"])
+            if kind == "tool-call-input-streaming-start":
+                p = {"toolCallId": "c%d" % rng.randrange(5), "toolName": rng.choice(["w", "v", "é"])}
+                if rng.random() < 0.2:
+                    p[rng.choice(["providerExecuted", "dynamic", "title", "extra"])] = \
+                        rng.choice([True, "t", {"k": 1}])
+            elif kind == "start":
                 p = {"id": "agent", "messageId": "m%d" % i}
                 if rng.random() < 0.2:
                     p["extra"] = i
@@ -706,6 +712,40 @@ def test_native_reads_plain_deltas_and_text_brackets_without_the_decoder(both, m
         seen.append("|")
     assert seen == ["start", "|", "start", "start", "text-start", "text-delta", "text-delta", "text-end",
                     "text-start", "text-delta", "text-end", "|"]
+
+
+def test_native_reads_plain_tool_input_starts_without_the_decoder(both, monkeypatch):
+    """Mastra's plain tool-call-input-streaming-start (payload toolCallId and toolName) never
+    reaches add() on the native side (the C loop reads it); one with more keys, or an escape, does.
+    Either way the results are the reference path's: the tool call Mastra makes at the input's end
+    takes what the last start carried (here a plain start after one with providerExecuted: none)."""
+    start = "tool-call-input-streaming-start"
+    lines = [line(start, {"toolCallId": "a", "toolName": "get"}),
+             line("tool-call-delta", {"argsTextDelta": '{"x":1}', "toolCallId": "a", "toolName": "get"}),
+             line("tool-call-input-streaming-end", {"toolCallId": "a"}),
+             line(start, {"toolCallId": "b", "toolName": "run", "providerExecuted": True}),
+             line(start, {"toolCallId": "b", "toolName": "run"}),
+             line("tool-call-delta", {"argsTextDelta": "{}", "toolCallId": "b"}),
+             line("tool-call-input-streaming-end", {"toolCallId": "b"}),
+             line(start, {"toolCallId": "c", "toolName": "gét"}).replace("é".encode(), b"\\u00e9"),
+             line("tool-call-input-streaming-end", {"toolCallId": "c"})]
+    data = b"".join(ln + b"\n" for ln in lines)
+    seen, outs = [], []
+    for api in both:                     # (the native base class is a cdef class: patch the subclass)
+        monkeypatch.setattr(api.Accumulator, "add", lambda self, c, add=api.Accumulator.add: (
+            seen.append(type(c).__struct_config__.tag), add(self, c))[1])
+    for api in both:
+        acc = api.Accumulator("ndjson")
+        acc.feed(data)
+        acc.close()
+        outs.append(acc.result().to_mastra())
+        seen.append("|")
+    assert outs[0] == outs[1]
+    calls = {c["payload"]["toolCallId"]: c["payload"] for c in outs[0]["toolCalls"]}
+    assert calls["a"] == {"toolCallId": "a", "toolName": "get", "args": {"x": 1}}
+    assert calls["b"] == {"toolCallId": "b", "toolName": "run", "args": {}}
+    assert calls["c"]["toolName"] == "gét"
+    assert seen[:seen.index("|")] == [start, start] and seen.count(start) == 2 + 4
 
 
 def test_long_text_grows_the_buffer_past_doubling_with_views_held(codec):

@@ -891,6 +891,12 @@ class AccumulatorBase:
         decoder."""
         _run_of(self, run_id, from_).input_end(call_id)
 
+    def _tool_input_start(self, run_id: str, from_: str, call_id: str, name: str) -> None:
+        """A tool-call-input-streaming-start frame of payload {toolCallId, toolName}, read by the
+        native decoder: what _on_tool_input_start does with the payload it would decode."""
+        _run_of(self, run_id, from_).tool_args_for(
+            call_id, name, _c.ToolCallInputStreamingStartPayload(toolCallId=call_id, toolName=name))
+
     def _text_end(self, run_id: str, from_: str, id_: str) -> None:
         """A text-end frame without providerMetadata, read by the native decoder."""
         _run_of(self, run_id, from_).end_text(id_, UNSET)

@@ -92,6 +92,7 @@ cdef class AccumulatorBase:
     cpdef tuple _route_pm(self, int kind, run_id, from_, key, pm)
     cpdef _make_current(self, run_id, from_)
     cpdef _tool_input_end(self, run_id, from_, call_id)
+    cpdef _tool_input_start(self, run_id, from_, call_id, name)
     cpdef _text_end(self, run_id, from_, id_)
     cpdef _finish_read(self, tuple f)
     cpdef _step_start(self, run_id, from_, warnings)

@@ -184,6 +184,7 @@ cdef extern from "chunkcodec/accum.h":
         CC_ACC_TEXT_END
         CC_ACC_START
         CC_ACC_TOOL_INPUT_END
+        CC_ACC_TOOL_INPUT_START
         CC_ACC_PM_DELTA
         CC_ACC_NEW_ROUTE
     ctypedef struct cc_accum_stop:

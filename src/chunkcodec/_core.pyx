@@ -1178,8 +1178,8 @@ cdef class StreamDecoder:
         return j + e + term
 
     cdef int _sink_event(self, cc_accum_stop* st) except -1:
-        """A text-start, text-end, start or tool-call-input-streaming-end the C loop read:
-        straight to the sink, no decoder."""
+        """A text-start, text-end, start or tool-call-input-streaming-start or -end the C loop
+        read: straight to the sink, no decoder."""
         run_id = self._cached_utf8(st.run, st.run_len, CC_F_RUN_ID)
         from_ = self._cached_utf8(st.from_, st.from_len, CC_F_FROM)
         self._cur_run = None
@@ -1187,6 +1187,10 @@ cdef class StreamDecoder:
             self._sink._make_current(run_id, from_)
         elif st.event == CC_ACC_TOOL_INPUT_END:
             self._sink._tool_input_end(run_id, from_, PyUnicode_DecodeUTF8(st.key, <Py_ssize_t>st.key_len, NULL))
+        elif st.event == CC_ACC_TOOL_INPUT_START:
+            self._sink._tool_input_start(run_id, from_,
+                                         self._cached_utf8(st.key, st.key_len, CC_F_TOOL_CALL_ID),
+                                         self._cached_utf8(st.name, st.name_len, CC_F_TOOL_NAME))
         else:
             self._sink._text_end(run_id, from_, PyUnicode_DecodeUTF8(st.key, <Py_ssize_t>st.key_len, NULL))
         return 0

@@ -127,8 +127,10 @@ ptrdiff_t cc_route_put(cc_routes *t, int type, const char *run, size_t run_len, 
 
 /* The frames the loop does not take but reads for the caller, so that it needs no decoder for
  * them, in their plain shape and without escapes: text-start and text-end (no providerMetadata),
- * start (payload {id, messageId}), tool-call-input-streaming-end (payload {toolCallId}). */
-enum { CC_ACC_TEXT_START = 4, CC_ACC_TEXT_END = 5, CC_ACC_START = 6, CC_ACC_TOOL_INPUT_END = 7 };
+ * start (payload {id, messageId}), tool-call-input-streaming-end (payload {toolCallId}) and
+ * tool-call-input-streaming-start (payload {toolCallId, toolName}: key and name). */
+enum { CC_ACC_TEXT_START = 4, CC_ACC_TEXT_END = 5, CC_ACC_START = 6, CC_ACC_TOOL_INPUT_END = 7,
+       CC_ACC_TOOL_INPUT_START = 10 };
 /* And a text or reasoning delta carrying providerMetadata that its route does not hold (or that
  * has no route): read, its strings possibly escaped, for the caller to route and store. */
 enum { CC_ACC_PM_DELTA = 8 };
@@ -156,7 +158,8 @@ typedef struct cc_accum_stop {
                          * providerMetadata as written (pm NULL: none) */
     const char *text, *pm;
     size_t text_len, pm_len;
-    const char *name;   /* CC_ACC_NEW_ROUTE: a tool-call-delta's toolName as written, or NULL */
+    const char *name;   /* CC_ACC_NEW_ROUTE: a tool-call-delta's toolName as written, or NULL;
+                         * CC_ACC_TOOL_INPUT_START: its toolName */
     size_t name_len;
     size_t frame_off, frame_len;    /* CC_ACC_PM_DELTA, CC_ACC_NEW_ROUTE: the JSON frame, from where
                                      * the event starts */
