@@ -921,7 +921,8 @@ def test_the_route_table_starts_small_and_grows_while_parts_are_open(both):
     """An accumulating decoder's route table starts at 16 slots, enough for one stream, which then
     costs kilobytes, not the 512-slot table with its heads (about 272 KB, zeroed per decoder); a log
     that interleaves many runs, each part open across the growth, makes it grow to 512, with every
-    route moved along: the same runs as on the reference path."""
+    route moved along: the same runs as on the reference path.  A feed of 1 MiB or more makes it
+    512 at once."""
     native, reference = both
     one = (CORPUS / "wire" / "agent_reasoning.sse").read_bytes()
     acc = native.Accumulator()
@@ -950,6 +951,17 @@ def test_the_route_table_starts_small_and_grows_while_parts_are_open(both):
         outs.append({r.run_id: r.text for r in acc.results().values()})
     assert outs[0] == outs[1]
     assert outs[0]["r007"] == "".join("%d " % k for k in range(1, runs["r007"] + 1))
+    # a feed of 1 MiB or more (accumulate() of a log, mostly) makes the table its largest at
+    # once; one of a MiB less a byte does not
+    one = b'{"type":"text-delta","runId":"r","from":"AGENT","payload":{"id":"t","text":"x"}}\n'
+    one = one * (1 + (1 << 20) // len(one))          # (one run: it never makes the table grow)
+    for size, slots in (((1 << 20) - 1, 16), (1 << 20, 512)):
+        acc = native.Accumulator()
+        acc.feed(one[:size])
+        assert acc._decoder._route_slots == slots
+    big = data * (1 + (1 << 20) // len(data))
+    assert {r.run_id: r.text for r in native.accumulate(big)} == \
+        {r.run_id: r.text for r in reference.accumulate(big)}
 
 
 def _loop_taken(both, data, answer, framing="ndjson"):

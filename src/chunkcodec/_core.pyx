@@ -77,6 +77,8 @@ cdef object _ReasoningDeltaPayload = _chunks.ReasoningDeltaPayload
 cdef object _ToolCallDelta = _chunks.ToolCallDelta
 cdef object _ToolCallDeltaPayload = _chunks.ToolCallDeltaPayload
 cdef object _UNSET = msgspec.UNSET
+# A feed at least this big makes an accumulating decoder's route table its largest at once
+cdef Py_ssize_t _BIG_FEED = 1 << 20
 cdef tuple _KW_PAYLOAD = ("payload",)
 cdef tuple _KW_ID_TEXT = ("id", "text")
 cdef tuple _KW_TOOL3 = ("argsTextDelta", "toolCallId", "toolName")
@@ -1088,6 +1090,10 @@ cdef class StreamDecoder:
         cdef Py_ssize_t n = PyBytes_GET_SIZE(b) - off
         cdef int fr = self._framing
         cdef tuple e
+        if n >= _BIG_FEED and self._routes.bits < CC_ROUTE_BITS_MAX:
+            # a log, most likely, of many runs at once: the whole table now, not three growths
+            # on the way (each moves the routes and forgets the kept heads)
+            self._grow_routes(CC_ROUTE_BITS_MAX)
         while total < n:
             c = cc_accum_deltas(fr, p + total, n - total, <size_t>self._max, self._routes, &st)
             if st.frames:
@@ -1285,14 +1291,14 @@ cdef class StreamDecoder:
         if slot >= 0:
             self._rkeep[slot] = r
             if self._routes.evicted and self._routes.bits < CC_ROUTE_BITS_MAX:
-                self._grow_routes()
+                self._grow_routes(min(self._routes.bits + 2, <unsigned>CC_ROUTE_BITS_MAX))
         return 0
 
-    cdef int _grow_routes(self) except -1:
-        """A live route made way for another: four times the slots (to CC_ROUTE_BITS_MAX), the
-        live routes and what they keep alive moved along.  The table is a cache: out of memory,
-        it stays as it is (and is tried again at the next route that has to make way)."""
-        cdef unsigned bits = min(self._routes.bits + 2, <unsigned>CC_ROUTE_BITS_MAX)
+    cdef int _grow_routes(self, unsigned bits) except -1:
+        """A live route made way for another (four times the slots, to CC_ROUTE_BITS_MAX), or a
+        big feed came (_BIG_FEED): 1 << bits slots, the live routes and what they keep alive
+        moved along.  The table is a cache: out of memory, it stays as it is (and is tried again
+        at the next route that has to make way)."""
         cdef Py_ssize_t i, old = len(self._rkeep)
         cdef Py_ssize_t* moved = <Py_ssize_t*>PyMem_Malloc(old * sizeof(Py_ssize_t))
         if moved == NULL or not cc_routes_grow(self._routes, bits, moved):
