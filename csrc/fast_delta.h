@@ -562,39 +562,67 @@ static const char fast_unescape[256] = {
     ['"'] = '"', ['\\'] = '\\', ['/'] = '/', ['b'] = '\b', ['f'] = '\f', ['n'] = '\n', ['r'] = '\r', ['t'] = '\t',
 };
 
+/* kept_plain's walk of the masks m of the bytes after the head (p + k on): the text's closing
+ * quote at j <= last, past one-character escapes only (their backslashes into *esc), then `"}}`
+ * and the separator (CRLF for LF, its LF at most at last + 4).  j, or (size_t)-1. */
+CC_INLINE size_t kept_walk(const fast_block *m, const char *p, size_t k, char sep, size_t last, uint64_t *esc) {
+    uint64_t stop = m->quote | m->bslash | m->ctl;
+    size_t j;
+    *esc = 0;
+    for (;;) {
+        j = stop ? ctz64(stop) : 64;
+        if (j > last) return (size_t)-1;
+        if (!(m->bslash >> j & 1)) break;
+        if (!fast_unescape[(unsigned char)p[k + j + 1]]) return (size_t)-1;
+        *esc |= 1ull << j;
+        stop &= ~0ull << (j + 2);          /* (the escaped character is no quote, backslash or end) */
+    }
+    if (!(m->quote >> j & 1) || !same(p + k + j, "\"}}", 3)) return (size_t)-1;
+    char c = p[k + j + 3];
+    if (c != sep && !(sep == '\n' && c == '\r' && p[k + j + 4] == '\n')) return (size_t)-1;
+    if ((m->high & ((1ull << j) - 1)) && !cc_utf8_valid(p + k + ctz64(m->high), j - ctz64(m->high))) return (size_t)-1;
+    return j;
+}
+
+#if FAST_HAVE_AVX2
+/* block_masks_avx2 for the first 32 bytes only (the upper 32 bits of each mask: 0). */
+__attribute__((target("avx2"))) static inline void half_masks_avx2(const char *p, fast_block *m) {
+    const __m256i quote = _mm256_set1_epi8('"'), bslash = _mm256_set1_epi8('\\'), top = _mm256_set1_epi8(0x1F);
+    __m256i a = _mm256_loadu_si256((const __m256i *)p);
+    m->quote = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(a, quote));
+    m->bslash = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(a, bslash));
+    m->ctl = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_min_epu8(a, top), a));
+    m->high = (uint32_t)_mm256_movemask_epi8(a);
+}
+#endif
+
 /* The usual frame after a kept head e (head_find's): its text ends, with `"}}` and the separator
  * (CRLF for LF), within the 64 bytes after the head, and its escapes are one-character ones
- * (\n, \", \\...).  One block's masks say so; the text's non-ASCII bytes are checked as read_frame
- * checks them.  The text's length as written, with *len the frame's (p[*len] is its separator)
- * and *esc a bit for each escape's backslash (0: none), or (size_t)-1: read it with kept_read,
- * which takes the same frames, with the same spans, and the others too. */
+ * (\n, \", \\...).  One block's masks say so (with AVX2, the first 32 bytes' first: most texts
+ * are a word or two); the text's non-ASCII bytes are checked as read_frame checks them.  The
+ * text's length as written, with *len the frame's (p[*len] is its separator) and *esc a bit for
+ * each escape's backslash (0: none), or (size_t)-1: read it with kept_read, which takes the same
+ * frames, with the same spans, and the others too. */
 CC_INLINE size_t kept_plain(const cc_prefix *e, const char *p, size_t avail, char sep, size_t *len, uint64_t *esc,
                             int avx2) {
     size_t k = e->len, j;
     fast_block m;
     if (avail - k < 64) return (size_t)-1;
 #if FAST_HAVE_AVX2
-    if (avx2)
+    if (avx2) {
+        /* (j <= 31: the masks cover the text and its closing quote; what follows is read from
+         * the bytes, which the 64 are) */
+        half_masks_avx2(p + k, &m);
+        if ((j = kept_walk(&m, p, k, sep, 31, esc)) != (size_t)-1) {
+            *len = k + j + 3;
+            return j;
+        }
         block_masks_avx2(p + k, &m);
-    else
+    } else
 #endif
         block_masks(p + k, &m);
-    uint64_t stop = m.quote | m.bslash | m.ctl;
-    *esc = 0;
-    for (;;) {
-        /* (j <= 59: the closing `"}}`, the separator and an LF after a CR are in the block) */
-        j = stop ? ctz64(stop) : 64;
-        if (j > 59) return (size_t)-1;
-        if (!(m.bslash >> j & 1)) break;
-        if (!fast_unescape[(unsigned char)p[k + j + 1]]) return (size_t)-1;
-        *esc |= 1ull << j;
-        stop &= ~0ull << (j + 2);          /* (the escaped character is no quote, backslash or end) */
-    }
-    if (!(m.quote >> j & 1) || !same(p + k + j, "\"}}", 3)) return (size_t)-1;
-    char c = p[k + j + 3];
-    if (c != sep && !(sep == '\n' && c == '\r' && p[k + j + 4] == '\n')) return (size_t)-1;
-    uint64_t hi = m.high & ((1ull << j) - 1);
-    if (hi && !cc_utf8_valid(p + k + ctz64(hi), j - ctz64(hi))) return (size_t)-1;
+    /* (j <= 59: the closing `"}}`, the separator and an LF after a CR are in the 64 bytes) */
+    if ((j = kept_walk(&m, p, k, sep, 59, esc)) == (size_t)-1) return (size_t)-1;
     *len = k + j + 3;
     return j;
 }
