@@ -691,8 +691,9 @@ cc_status cc_scan_hot(const char *buf, size_t len, cc_hot_t *out) {
 /* A string inside the part of a frame accumulation skips, starting just after its opening quote:
  * the offset past its closing quote, or 0.  Escapes (surrogate pairs included) and control bytes
  * are checked as msgspec checks what it skips; UTF-8 is not, as msgspec does not either: the
- * values read are decoded by msgspec, which checks theirs. */
-static size_t skip_string(const unsigned char *p, size_t i, size_t n) {
+ * values read are decoded by msgspec, which checks theirs.  avx2: the block masks with AVX2 (a
+ * constant in each of the two copies below). */
+SKIP_INLINE size_t skip_string_blocks(const unsigned char *p, size_t i, size_t n, int avx2) {
     uint32_t cp;
 #if defined(__SSE2__)
     /* 64 bytes at a time: the masks are made once per block and its escapes walked in order, so
@@ -700,7 +701,12 @@ static size_t skip_string(const unsigned char *p, size_t i, size_t n) {
      * escape, not a fresh scan from each one. */
     while (i + 64 <= n) {
         fast_block m;
-        block_masks((const char *)p + i, &m);
+#if FAST_HAVE_AVX2
+        if (avx2)
+            block_masks_avx2((const char *)p + i, &m);
+        else
+#endif
+            block_masks((const char *)p + i, &m);
         uint64_t ev = m.quote | m.bslash | m.ctl;
         size_t next = 64;                            /* where the next block starts, from i */
         while (ev) {
@@ -736,6 +742,20 @@ static size_t skip_string(const unsigned char *p, size_t i, size_t n) {
         if (!l) return 0;
         i += 1 + l;
     }
+}
+
+static size_t skip_string_sse2(const unsigned char *p, size_t i, size_t n) { return skip_string_blocks(p, i, n, 0); }
+#if FAST_HAVE_AVX2
+FAST_AVX2_FN static size_t skip_string_avx2(const unsigned char *p, size_t i, size_t n) {
+    return skip_string_blocks(p, i, n, 1);
+}
+#endif
+
+static size_t skip_string(const unsigned char *p, size_t i, size_t n) {
+#if FAST_HAVE_AVX2
+    if (cc_fast_avx2()) return skip_string_avx2(p, i, n);
+#endif
+    return skip_string_sse2(p, i, n);
 }
 
 /* skip_string with its usual case inline: a string with no backslash or control byte (keys, ids,
