@@ -691,6 +691,23 @@ def test_delta_loops_give_the_same_with_and_without_avx2(both, tmp_path):
         {k: v for k, v in out["portable"].items() if k != "isa"}
 
 
+def _adds_on_both(both, monkeypatch, lines):
+    """The NDJSON lines accumulated on both paths (native, then reference), with the tag of each
+    chunk add() is given recorded, a "|" after each path's: (tags, [the two accumulators])."""
+    data = b"".join(ln + b"\n" for ln in lines)
+    seen, accs = [], []
+    for api in both:                     # (the native base class is a cdef class: patch the subclass)
+        monkeypatch.setattr(api.Accumulator, "add", lambda self, c, add=api.Accumulator.add: (
+            seen.append(type(c).__struct_config__.tag), add(self, c))[1])
+    for api in both:
+        acc = api.Accumulator("ndjson")
+        acc.feed(data)
+        acc.close()
+        accs.append(acc)
+        seen.append("|")
+    return seen, accs
+
+
 def test_native_reads_plain_deltas_and_text_brackets_without_the_decoder(both, monkeypatch):
     """Mastra's plain text-delta/text-start/text-end frames, and its start frame (payload id and
     messageId), never reach the general path (add) on the native side (the C loop takes or reads
@@ -699,17 +716,9 @@ def test_native_reads_plain_deltas_and_text_brackets_without_the_decoder(both, m
              line("text-start", {"id": "t"}), text_delta("t", "Hé"),
              text_delta("t", "llo"), line("text-end", {"type": "text-end", "id": "t"}),
              line("text-start", {"id": "t"}), text_delta("t", "!"), line("text-end", {"type": "text-end", "id": "t"})]
-    data = b"".join(ln + b"\n" for ln in lines)
-    seen = []
-    for api in both:                     # (the native base class is a cdef class: patch the subclass)
-        monkeypatch.setattr(api.Accumulator, "add", lambda self, c, add=api.Accumulator.add: (
-            seen.append(type(c).__struct_config__.tag), add(self, c))[1])
-    for api in both:
-        acc = api.Accumulator("ndjson")
-        acc.feed(data)
-        acc.close()
+    seen, accs = _adds_on_both(both, monkeypatch, lines)
+    for acc in accs:
         assert acc.result().text == "Héllo!" and [p["text"] for p in acc.result().parts] == ["Héllo", "!"]
-        seen.append("|")
     assert seen == ["start", "|", "start", "start", "text-start", "text-delta", "text-delta", "text-end",
                     "text-start", "text-delta", "text-end", "|"]
 
@@ -729,17 +738,8 @@ def test_native_reads_plain_tool_input_starts_without_the_decoder(both, monkeypa
              line("tool-call-input-streaming-end", {"toolCallId": "b"}),
              line(start, {"toolCallId": "c", "toolName": "gét"}).replace("é".encode(), b"\\u00e9"),
              line("tool-call-input-streaming-end", {"toolCallId": "c"})]
-    data = b"".join(ln + b"\n" for ln in lines)
-    seen, outs = [], []
-    for api in both:                     # (the native base class is a cdef class: patch the subclass)
-        monkeypatch.setattr(api.Accumulator, "add", lambda self, c, add=api.Accumulator.add: (
-            seen.append(type(c).__struct_config__.tag), add(self, c))[1])
-    for api in both:
-        acc = api.Accumulator("ndjson")
-        acc.feed(data)
-        acc.close()
-        outs.append(acc.result().to_mastra())
-        seen.append("|")
+    seen, accs = _adds_on_both(both, monkeypatch, lines)
+    outs = [acc.result().to_mastra() for acc in accs]
     assert outs[0] == outs[1]
     calls = {c["payload"]["toolCallId"]: c["payload"] for c in outs[0]["toolCalls"]}
     assert calls["a"] == {"toolCallId": "a", "toolName": "get", "args": {"x": 1}}
@@ -840,6 +840,22 @@ def test_the_class_kind_cache_of_add_refills_after_it_is_cleared(codec, monkeypa
     assert len(_accum._KINDS) <= 5
 
 
+def _whole_and_in_pieces(both, framing, data, step):
+    """data accumulated (errors kept) on both paths, fed whole and in pieces of step bytes: the
+    four the same, and that one (runs as builtins, invalid frames as tuples)."""
+    outs = []
+    for api in both:
+        for size in (len(data), step):
+            acc = api.Accumulator(framing, errors="keep")
+            for i in range(0, len(data), size):
+                acc.feed(data[i:i + size])
+            acc.close()
+            outs.append(([msgspec.to_builtins(r, enc_hook=_frame_tuple) for r in acc.results().values()],
+                         [_frame_tuple(f) for f in acc.invalid_frames]))
+    assert outs[0] == outs[1] == outs[2] == outs[3]
+    return outs[0]
+
+
 @pytest.mark.parametrize("framing", ["ndjson", "sse", "ndjson-crlf", "sse-crlf"])
 def test_delta_frames_after_a_kept_head_accumulate_alike_on_both_paths(both, framing):
     """The native delta loop reads a frame whose head it has seen from its text on (util.
@@ -850,17 +866,7 @@ def test_delta_frames_after_a_kept_head_accumulate_alike_on_both_paths(both, fra
                 "sse-crlf": (b"\r\n\r\n", b"data: ")}[framing]
     framing = framing.split("-")[0]
     data = b"".join(pre + f + sep for f in frames)
-    outs = []
-    for api in both:
-        for step in (len(data), 4093):
-            acc = api.Accumulator(framing, errors="keep")
-            for i in range(0, len(data), step):
-                acc.feed(data[i:i + step])
-            acc.close()
-            outs.append(([msgspec.to_builtins(r, enc_hook=_frame_tuple) for r in acc.results().values()],
-                         [_frame_tuple(f) for f in acc.invalid_frames]))
-    assert outs[0] == outs[1] == outs[2] == outs[3]
-    runs, bad = outs[0]
+    runs, bad = _whole_and_in_pieces(both, framing, data, 4093)
     assert len(runs) == 600 and len(bad) > 500
     assert sum(r["text"].startswith("hello") and r["text"].endswith("bye") for r in runs) > 300
 
@@ -900,17 +906,7 @@ def test_texts_at_the_edge_of_the_one_block_delta_read(both, framing):
         if adds is not None:
             want[h].append(text[:cut] + adds + text[cut:])
     data = b"".join(pre + f + sep for f in frames)
-    outs = []
-    for api in both:
-        for step in (len(data), 61):
-            acc = api.Accumulator(framing.split("-")[0], errors="keep")
-            for i in range(0, len(data), step):
-                acc.feed(data[i:i + step])
-            acc.close()
-            outs.append(([msgspec.to_builtins(r, enc_hook=_frame_tuple) for r in acc.results().values()],
-                         [_frame_tuple(f) for f in acc.invalid_frames]))
-    assert outs[0] == outs[1] == outs[2] == outs[3]
-    runs, bad_frames = outs[0]
+    runs, bad_frames = _whole_and_in_pieces(both, framing.split("-")[0], data, 61)
     got = {r["run_id"]: r["text"] for r in runs}
     for h in heads:
         assert got[h[30:66].decode()] == b"".join(want[h]).decode()
