@@ -16,17 +16,6 @@ _Static_assert((int)CC_ACC_TEXT_START == (int)FAST_TEXT_START && (int)CC_ACC_TEX
 
 /* Append a scanned string, unescaped, to b (0: no room).  An unescaped text, most deltas, is
  * copied inline: the delta loop calls this directly. */
-/* The same for a text the delta loop read with kept_plain: its escapes, if any, are the
- * one-character ones at the backslashes esc marks. */
-CC_INLINE int dbuf_append_simple(cc_dbuf *b, const char *p, size_t len, uint64_t esc) {
-    size_t n = (size_t)*b->len;
-    if (b->p == NULL || b->cap - n < len) return 0;
-    n += esc ? unescape_simple(b->p + n, p, len, esc) : (copy_small(b->p + n, p, len), len);
-    b->p[n] = 0;
-    *b->len = (ptrdiff_t)n;
-    return 1;
-}
-
 CC_INLINE int dbuf_append(cc_dbuf *b, const char *p, size_t len, int escaped) {
     size_t n = (size_t)*b->len;
     if (b->p == NULL || b->cap - n < len) return 0;
@@ -40,6 +29,17 @@ CC_INLINE int dbuf_append(cc_dbuf *b, const char *p, size_t len, int escaped) {
         copy_small(b->p + n, p, len);
         n += len;
     }
+    b->p[n] = 0;
+    *b->len = (ptrdiff_t)n;
+    return 1;
+}
+
+/* The same for a text the delta loop read with kept_plain: its escapes, if any, are the
+ * one-character ones at the backslashes esc marks. */
+CC_INLINE int dbuf_append_simple(cc_dbuf *b, const char *p, size_t len, uint64_t esc) {
+    size_t n = (size_t)*b->len;
+    if (b->p == NULL || b->cap - n < len) return 0;
+    n += esc ? unescape_simple(b->p + n, p, len, esc) : (copy_small(b->p + n, p, len), len);
     b->p[n] = 0;
     *b->len = (ptrdiff_t)n;
     return 1;
