@@ -1164,3 +1164,78 @@ cc_status cc_scan_step_start(const char *buf, size_t len, cc_step_start_t *out) 
         return CC_NOT_HOT;
     return !big && cc_utf8_valid(buf, len) ? CC_OK : CC_NOT_HOT;
 }
+
+/* ---- The tool-call and tool-result reader --------------------------------------------------------
+ * A tool-call frame's chunk keeps its whole payload (Mastra returns the calls as chunks), so this
+ * reader gives the spans of every value the chunk holds, and takes a frame only where the typed
+ * decoder surely makes a chunk of exactly those: the envelope keys type, runId, from and payload
+ * (no metadata), each once and unescaped, type "tool-call" or "tool-result" and runId there;
+ * payload keys toolCallId and toolName (both there) and args, and a tool-result's result, each
+ * once; type, runId, from, toolCallId and toolName strings; valid JSON, valid UTF-8 throughout and
+ * every number in range.  Anything else (the optional keys Mastra adds for provider-executed or
+ * dynamic tools, an unknown key) is CC_NOT_HOT, and the typed decoder reads it. */
+
+enum { TL_TYPE, TL_RUN_ID, TL_FROM, TL_PAYLOAD, TL_CALL_ID, TL_NAME, TL_ARGS, TL_RESULT };
+
+static int tl_key(int payload, const char *k, size_t kl) {
+    if (!payload) {
+        if (KEY_IS(k, kl, "type")) return TL_TYPE;
+        if (KEY_IS(k, kl, "runId")) return TL_RUN_ID;
+        if (KEY_IS(k, kl, "from")) return TL_FROM;
+        if (KEY_IS(k, kl, "payload")) return TL_PAYLOAD;
+    } else {
+        if (KEY_IS(k, kl, "toolCallId")) return TL_CALL_ID;
+        if (KEY_IS(k, kl, "toolName")) return TL_NAME;
+        if (KEY_IS(k, kl, "args")) return TL_ARGS;
+        if (KEY_IS(k, kl, "result")) return TL_RESULT;
+    }
+    return -1;
+}
+
+typedef struct tl_ctx { cc_tool_t *out; unsigned *seen; int *big; int payload; } tl_ctx;
+
+static size_t tl_member(void *vctx, const unsigned char *p, size_t k0, size_t kl, size_t v0, size_t n) {
+    tl_ctx *c = vctx;
+    size_t i = v0;
+    int slot = tl_key(c->payload, (const char *)p + k0, kl);       /* (an escaped key: none of ours) */
+    if (slot < 0 || (*c->seen & (1u << slot))) return 0;
+    *c->seen |= 1u << slot;
+    if (slot == TL_PAYLOAD) {
+        tl_ctx in = {c->out, c->seen, c->big, 1};
+        return p[i] == '{' ? walk_object(p, i, n, tl_member, &in) : 0;
+    }
+    if (slot != TL_ARGS && slot != TL_RESULT && p[i] != '"') return 0;
+    i = skip_value(p, i, n, c->payload + 1, c->big);
+    if (!i) return 0;
+    cc_span_t s = {(const char *)p + v0, i - v0};
+    switch (slot) {
+    case TL_TYPE:                       /* (refused here, a frame of another type is not walked on) */
+        if (KEY_IS(s.p, s.len, "\"tool-call\"")) c->out->kind = CC_TOOL_CALL;
+        else if (KEY_IS(s.p, s.len, "\"tool-result\"")) c->out->kind = CC_TOOL_RESULT;
+        else return 0;
+        break;
+    case TL_RUN_ID: c->out->run_id = s; break;
+    case TL_FROM: c->out->from_ = s; break;
+    case TL_CALL_ID: c->out->call_id = s; break;
+    case TL_NAME: c->out->name = s; break;
+    case TL_ARGS: c->out->args = s; break;
+    default: c->out->result = s;
+    }
+    return i;
+}
+
+cc_status cc_scan_tool(const char *buf, size_t len, cc_tool_t *out) {
+    const unsigned char *p = (const unsigned char *)buf;
+    unsigned seen = 0;
+    int big = 0;
+    memset(out, 0, sizeof(*out));
+    size_t i = ws_any(p, 0, len);
+    if (i >= len || p[i] != '{') return CC_NOT_HOT;
+    tl_ctx top = {out, &seen, &big, 0};
+    i = walk_object(p, i, len, tl_member, &top);
+    const unsigned need = 1u << TL_TYPE | 1u << TL_RUN_ID | 1u << TL_PAYLOAD | 1u << TL_CALL_ID | 1u << TL_NAME;
+    if (!i || ws_any(p, i, len) != len || (seen & need) != need ||
+        (out->kind == CC_TOOL_CALL && (seen & (1u << TL_RESULT))))
+        return CC_NOT_HOT;
+    return !big && cc_utf8_valid(buf, len) ? CC_OK : CC_NOT_HOT;
+}

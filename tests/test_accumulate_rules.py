@@ -691,16 +691,16 @@ def test_delta_loops_give_the_same_with_and_without_avx2(both, tmp_path):
         {k: v for k, v in out["portable"].items() if k != "isa"}
 
 
-def _adds_on_both(both, monkeypatch, lines):
+def _adds_on_both(both, monkeypatch, lines, errors="strict"):
     """The NDJSON lines accumulated on both paths (native, then reference), with the tag of each
     chunk add() is given recorded, a "|" after each path's: (tags, [the two accumulators])."""
     data = b"".join(ln + b"\n" for ln in lines)
     seen, accs = [], []
     for api in both:                     # (the native base class is a cdef class: patch the subclass)
         monkeypatch.setattr(api.Accumulator, "add", lambda self, c, add=api.Accumulator.add: (
-            seen.append(type(c).__struct_config__.tag), add(self, c))[1])
+            seen.append(getattr(getattr(type(c), "__struct_config__", None), "tag", None)), add(self, c))[1])
     for api in both:
-        acc = api.Accumulator("ndjson")
+        acc = api.Accumulator("ndjson", errors=errors)
         acc.feed(data)
         acc.close()
         accs.append(acc)
@@ -746,6 +746,89 @@ def test_native_reads_plain_tool_input_starts_without_the_decoder(both, monkeypa
     assert calls["b"] == {"toolCallId": "b", "toolName": "run", "args": {}}
     assert calls["c"]["toolName"] == "gét"
     assert seen[:seen.index("|")] == [start, start] and seen.count(start) == 2 + 4
+
+
+_TOOL_CALL = ('{"type":"tool-call","runId":"@R","from":"AGENT","payload":{"toolCallId":"@C","toolName":"w",'
+              '"args":{"city":"Paris, Île","n":[1,-2,3.5,-4e2,true,false,null],"o":{}}}}')
+_TOOL_RESULT = ('{"type":"tool-result","runId":"@R","from":"AGENT","payload":{"args":{"city":"Paris"},'
+                '"toolCallId":"@C","toolName":"w","result":{"tempC":21.5,"sky":"sunny","ok":true}}}')
+# (frame, whether the native path reads it in C; @R: its runId, @C: its toolCallId): tool-call and
+# tool-result frames the way Mastra writes them, and the shapes the typed decoder must read instead
+# (or refuse)
+TOOL_EDGES = [
+    (_TOOL_CALL, True), (_TOOL_RESULT, True),
+    (_TOOL_CALL.replace('"toolName":"w"', '"toolName":"w\\u00e9\\"x"'), True),        # escaped strings
+    (_TOOL_CALL.replace('"Paris, Île"', '"a\\nb\\ud83d\\ude00"'), True),
+    (_TOOL_CALL.replace(',"from":"AGENT"', ''), True),                                   # no from
+    (_TOOL_RESULT.replace('"args":{"city":"Paris"},', ''), True),                        # no args
+    ('{"runId":"@R","from":"AGENT","payload":{"toolCallId":"@C","toolName":"w","args":{"a":1}},'
+     '"type":"tool-call"}', True),                                                       # type last
+    (_TOOL_CALL.replace('":', '": ').replace(',"', ', "'), True),                        # json.dumps's spaces
+    (_TOOL_CALL.replace('"toolName":"w",', '"toolName":"w","providerExecuted":true,'), False),
+    ('{"type":"tool-call","runId":"@R","from":"AGENT","payload":{"toolCallId":"@C","toolName":"w",'
+     '"args":{"a":1}},"metadata":{"k":1}}', False),
+    (_TOOL_CALL.replace('"toolName":"w",', ''), False),                                  # (an error)
+    (_TOOL_CALL.replace('"toolCallId":"@C"', '"toolCallId":7'), False),                 # (an error)
+    (_TOOL_CALL.replace('"toolName":"w",', '"toolName":"w","toolName":"v",'), False),
+    (_TOOL_CALL.replace('"n":[1,', '"n":[1e400,'), False),
+    (_TOOL_CALL.replace('"runId":"@R",', ''), False),
+    (_TOOL_CALL.replace('"tool-call"', '"tool\\u002dcall"'), False),
+    ('{"type":"tool-call","runId":"@R","from":"AGENT","payload":{"toolCallId":"@C","toolName":"w",'
+     '"args":{"a":1},"result":1}}', False),
+    (_TOOL_RESULT.replace('"sunny"', '"sun\\x"'), False),                               # (an error)
+    (_TOOL_CALL.replace('"toolName"', '"tool\\u004eame"'), False),
+    (_TOOL_CALL.replace('"Paris, Île"', '"Paris, \udcff"'), False),                # a 0xFF byte: an error
+]
+
+
+def _tool_frame(edge, run, call):
+    return edge.replace("@R", run).replace("@C", call).encode("utf-8", "surrogateescape")
+
+
+def test_tool_frames_read_in_c_equal_the_typed_decoder(both):
+    """The native side reads tool-call and tool-result frames with a C reader (cc_scan_tool) and
+    makes their chunks itself.  Whatever it takes must be exactly the chunk the typed decoder
+    makes, of the same class, and it must take nothing that decoder refuses or reads another
+    way: on edge cases, and on randomly corrupted frames."""
+    impl = both[0].impl
+    for edge, taken in TOOL_EDGES:
+        f = _tool_frame(edge, "r", "c")
+        got = impl.tool_chunk(f)
+        assert (got is not None) == taken, f
+        if taken:
+            want = impl.decode(f)
+            assert got == want and type(got) is type(want), f
+    frames = [_tool_frame(e, "r%d" % i, "c%d" % i) for i, (e, ok) in enumerate(TOOL_EDGES) if ok]
+    rng = random.Random(9)
+    counts = [0, 0]
+    for _ in range(300):
+        for f in corrupted(rng, frames, len(frames)):
+            got = impl.tool_chunk(f)
+            counts[got is not None] += 1
+            if got is not None:
+                want = impl.decode(f)
+                assert got == want and type(got) is type(want), f
+    assert min(counts) > 100, counts          # both ways were exercised
+
+
+def test_tool_frames_read_in_c_accumulate_alike_on_both_paths(both, monkeypatch):
+    """Tool calls and results read in C go into the run as the ones decoded do: the same results
+    on both paths (tool calls, results, steps, parts, invalid frames), and the frames the C
+    reader takes never reach add() on the native side."""
+    lines = []
+    for i, (edge, _) in enumerate(TOOL_EDGES):
+        lines += [line("step-start", {}), _tool_frame(edge, RUN, "c%d" % i), _tool_frame(_TOOL_RESULT, RUN, "c%d" % i),
+                  line("step-finish", {"stepResult": {"reason": "tool-calls"}, "output": {"usage": {}}})]
+    seen, accs = _adds_on_both(both, monkeypatch, lines, errors="keep")
+    outs = [(acc.result().to_mastra(), acc.result().parts, [_frame_tuple(f) for f in acc.invalid_frames])
+            for acc in accs]
+    assert outs[0] == outs[1]
+    mastra, parts, bad = outs[0]
+    assert len(bad) == 4 and len(mastra["toolResults"]) == len(TOOL_EDGES) + 2    # (two edges are results)
+    native, reference = seen[:seen.index("|")], seen[seen.index("|") + 1:]
+    tools = ("tool-call", "tool-result")
+    assert sum(t in tools for t in native) == sum(not ok for _, ok in TOOL_EDGES) - len(bad)
+    assert sum(t in tools for t in reference) == 2 * len(TOOL_EDGES) - len(bad)
 
 
 def test_long_text_grows_the_buffer_past_doubling_with_views_held(codec):

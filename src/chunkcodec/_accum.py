@@ -439,6 +439,12 @@ class _Run:
             st.tool_call_ids.append(call_id)
         self.any_tool = True
 
+    def tool_result(self, chunk: Any, call_id: Any) -> None:
+        self.tool_results.append(chunk)
+        st = self.step()
+        st.tool_result_ids.append(call_id)
+        self.any_tool = True
+
     def input_end(self, call_id: str) -> None:
         """tool-call-input-streaming-end: the call Mastra makes there, unless one came."""
         ta = self.tool_args.get(call_id)
@@ -897,6 +903,15 @@ class AccumulatorBase:
         _run_of(self, run_id, from_).tool_args_for(
             call_id, name, _c.ToolCallInputStreamingStartPayload(toolCallId=call_id, toolName=name))
 
+    def _tool_read(self, result: bool, run_id: Any, from_: Any, chunk: Any, call_id: Any) -> None:
+        """A tool-call or (result) tool-result frame read by the native decoder, the chunk made of
+        what it read: what _on_tool_call or _on_tool_result does with it."""
+        run = _run_of(self, run_id, from_)
+        if result:
+            run.tool_result(chunk, call_id)
+        else:
+            run.tool_call(chunk, call_id)
+
     def _text_end(self, run_id: str, from_: str, id_: str) -> None:
         """A text-end frame without providerMetadata, read by the native decoder."""
         _run_of(self, run_id, from_).end_text(id_, UNSET)
@@ -970,10 +985,7 @@ class AccumulatorBase:
         run.tool_call(chunk, p.toolCallId)
 
     def _on_tool_result(self, run: _Run, chunk: Any, p: Any) -> None:
-        run.tool_results.append(chunk)
-        st = run.step()
-        st.tool_result_ids.append(p.toolCallId)
-        run.any_tool = True
+        run.tool_result(chunk, p.toolCallId)
 
     def _on_tool_error(self, run: _Run, chunk: Any, p: Any) -> None:
         run.tool_errors.append(chunk)

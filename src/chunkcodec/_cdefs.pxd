@@ -105,6 +105,18 @@ cdef extern from "chunkcodec/scan.h":
         cc_span_t from_
         cc_span_t warnings
     cc_status cc_scan_step_start(const char *buf, size_t len, cc_step_start_t *out) nogil
+    enum:
+        CC_TOOL_CALL
+        CC_TOOL_RESULT
+    ctypedef struct cc_tool_t:
+        int kind
+        cc_span_t run_id
+        cc_span_t from_
+        cc_span_t call_id
+        cc_span_t name
+        cc_span_t args
+        cc_span_t result
+    cc_status cc_scan_tool(const char *buf, size_t len, cc_tool_t *out) nogil
     int cc_utf8_valid(const char *p, size_t n) nogil
 
 

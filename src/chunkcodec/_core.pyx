@@ -76,6 +76,10 @@ cdef object _ReasoningDelta = _chunks.ReasoningDelta
 cdef object _ReasoningDeltaPayload = _chunks.ReasoningDeltaPayload
 cdef object _ToolCallDelta = _chunks.ToolCallDelta
 cdef object _ToolCallDeltaPayload = _chunks.ToolCallDeltaPayload
+cdef object _ToolCall = _chunks.ToolCall
+cdef object _ToolCallPayload = _chunks.ToolCallPayload
+cdef object _ToolResult = _chunks.ToolResult
+cdef object _ToolResultPayload = _chunks.ToolResultPayload
 cdef object _UNSET = msgspec.UNSET
 # A feed at least this big makes an accumulating decoder's route table its largest at once
 cdef Py_ssize_t _BIG_FEED = 1 << 20
@@ -532,6 +536,39 @@ cdef tuple _step_start_values(const char* p, Py_ssize_t n):
         return _span_value(s.run_id), _span_value(s.from_), _span_value(s.warnings)
     except _SPAN_ERRORS:
         return None
+
+
+cdef tuple _tool_values(const char* p, Py_ssize_t n):
+    """(is a result, runId, from, the chunk, its toolCallId) of a tool-call or tool-result frame
+    read in C, the chunk made of the values read as the typed decoder makes it (UNSET where
+    absent), or None when cc_scan_tool leaves the frame to that decoder."""
+    cdef cc_tool_t t
+    if cc_scan_tool(p, <size_t>n, &t) != CC_OK:
+        return None
+    try:
+        run_id = _span_value(t.run_id)
+        from_ = _span_value(t.from_)
+        call_id = _span_value(t.call_id)
+        name = _span_value(t.name)
+        args = _span_value(t.args)
+        result = _span_value(t.result)
+    except _SPAN_ERRORS:
+        return None
+    if t.kind == CC_TOOL_RESULT:
+        chunk = _ToolResult(runId=run_id, from_=from_, payload=_ToolResultPayload(
+            args=args, toolCallId=call_id, toolName=name, result=result))
+    else:
+        chunk = _ToolCall(runId=run_id, from_=from_, payload=_ToolCallPayload(
+            toolCallId=call_id, toolName=name, args=args))
+    return t.kind == CC_TOOL_RESULT, run_id, from_, chunk, call_id
+
+
+def tool_chunk(data):
+    """(A test hook.)  The chunk _tool_values makes of a frame, or None: what the native path
+    reads from it without the decoder."""
+    cdef bytes b = bytes(data)
+    v = _tool_values(PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b))
+    return None if v is None else v[3]
 
 
 def step_start_fields(data):
@@ -1062,6 +1099,10 @@ cdef class StreamDecoder:
             ss = _step_start_values(p, length)
             if ss is not None:
                 self._sink._step_start(ss[0], ss[1], ss[2])
+                return
+            ss = _tool_values(p, length)
+            if ss is not None:
+                self._sink._tool_read(ss[0], ss[1], ss[2], ss[3], ss[4])
                 return
         span = _span(owner, start, length)
         if finish:

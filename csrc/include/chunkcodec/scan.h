@@ -128,4 +128,14 @@ typedef struct cc_step_start { cc_span_t type, run_id, from_, warnings; } cc_ste
 
 cc_status cc_scan_step_start(const char *buf, size_t len, cc_step_start_t *out);
 
+/* ---- tool-call and tool-result frames ------------------------------------------------------------
+ * The spans of a tool-call or tool-result frame (kind CC_TOOL_CALL or CC_TOOL_RESULT): its runId,
+ * from and payload toolCallId, toolName, args and (a result's) result, p NULL where absent; read
+ * while checking the frame as the typed decoder would, and taken only where that decoder surely
+ * makes a chunk of exactly these fields (scan.c says how); CC_NOT_HOT otherwise. */
+enum { CC_TOOL_CALL = 1, CC_TOOL_RESULT = 2 };
+typedef struct cc_tool { int kind; cc_span_t run_id, from_, call_id, name, args, result; } cc_tool_t;
+
+cc_status cc_scan_tool(const char *buf, size_t len, cc_tool_t *out);
+
 #endif
