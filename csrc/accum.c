@@ -77,6 +77,11 @@ CC_INLINE int holds(const cc_route *r, uint64_t h, int type, const char *run, si
 
 CC_INLINE int live(const cc_route *r) { return r->buf != NULL && r->gen == r->buf->gen; }
 
+/* The route a kept head led to is still stored, and its buffer's writer has not changed. */
+CC_INLINE int head_route_held(const cc_routes *t, const cc_prefix *h) {
+    return h->stamp && t->slot[h->route].stamp == h->stamp && live(&t->slot[h->route]);
+}
+
 CC_INLINE ptrdiff_t find(const cc_routes *t, int type, const char *run, size_t rn, const char *key, size_t kn,
                          int has_name) {
     uint64_t h = route_hash(type, run, rn, key, kn);
@@ -256,7 +261,7 @@ CC_INLINE size_t accum_deltas(int framing, const char *buf, size_t len, size_t m
         size_t avail = len - done - skip;
         fast_delta_t fd;
         cc_prefix *h = avail < HEAD_MIN ? NULL : head_find(&t->heads, q, avail, avx2);
-        if (h && !h->pm_len && h->stamp && t->slot[h->route].stamp == h->stamp && live(&t->slot[h->route])) {
+        if (h && !h->pm_len && head_route_held(t, h)) {
             /* The usual delta: a kept head whose route still holds, its text in one block with
              * one-character escapes at most (kept_plain), appended as below without filling fd
              * (the same checks, in the same order). */
@@ -293,7 +298,7 @@ CC_INLINE size_t accum_deltas(int framing, const char *buf, size_t len, size_t m
         }
         ptrdiff_t i = -1;
         h = fd.head;
-        if (h && h->stamp && t->slot[h->route].stamp == h->stamp && live(&t->slot[h->route])) {
+        if (h && head_route_held(t, h)) {
             i = h->route;                            /* the route this head led to, still held */
         } else if (fd.run_len + fd.key_len <= CC_ROUTE_KEY_MAX) {
             i = find(t, fd.type, fd.run, fd.run_len, fd.key, fd.key_len, fd.name != NULL);

@@ -51,19 +51,28 @@ CC_INLINE void block_masks(const char *p, fast_block *m) {
 #endif
 
 /* The same masks from two 32-byte loads, on CPUs with AVX2 (most x86-64 made since 2013-2015):
- * compiled for AVX2 whatever the build's flags, used only when cc_fast_avx2() says the CPU has it. */
+ * compiled for AVX2 whatever the build's flags, used only when cc_fast_avx2() says the CPU has it.
+ * half_masks_avx2: those of the first 32 bytes alone (the upper 32 bits of each mask: 0). */
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define FAST_HAVE_AVX2 1
 #include <immintrin.h>
-__attribute__((target("avx2"))) static inline void block_masks_avx2(const char *p, fast_block *m) {
+__attribute__((target("avx2"))) static inline void half_masks_avx2(const char *p, fast_block *m) {
     const __m256i quote = _mm256_set1_epi8('"'), bslash = _mm256_set1_epi8('\\'), top = _mm256_set1_epi8(0x1F);
-    __m256i a = _mm256_loadu_si256((const __m256i *)p), b = _mm256_loadu_si256((const __m256i *)(p + 32));
-#define MASK2(ea, eb) ((uint64_t)(uint32_t)_mm256_movemask_epi8(ea) | (uint64_t)(uint32_t)_mm256_movemask_epi8(eb) << 32)
-    m->quote = MASK2(_mm256_cmpeq_epi8(a, quote), _mm256_cmpeq_epi8(b, quote));
-    m->bslash = MASK2(_mm256_cmpeq_epi8(a, bslash), _mm256_cmpeq_epi8(b, bslash));
-    m->ctl = MASK2(_mm256_cmpeq_epi8(_mm256_min_epu8(a, top), a), _mm256_cmpeq_epi8(_mm256_min_epu8(b, top), b));
-    m->high = MASK2(a, b);
-#undef MASK2
+    __m256i a = _mm256_loadu_si256((const __m256i *)p);
+    m->quote = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(a, quote));
+    m->bslash = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(a, bslash));
+    m->ctl = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_min_epu8(a, top), a));
+    m->high = (uint32_t)_mm256_movemask_epi8(a);
+}
+
+__attribute__((target("avx2"))) static inline void block_masks_avx2(const char *p, fast_block *m) {
+    fast_block hi;
+    half_masks_avx2(p, m);
+    half_masks_avx2(p + 32, &hi);
+    m->quote |= hi.quote << 32;
+    m->bslash |= hi.bslash << 32;
+    m->ctl |= hi.ctl << 32;
+    m->high |= hi.high << 32;
 }
 #else
 #define FAST_HAVE_AVX2 0
@@ -583,18 +592,6 @@ CC_INLINE size_t kept_walk(const fast_block *m, const char *p, size_t k, char se
     if ((m->high & ((1ull << j) - 1)) && !cc_utf8_valid(p + k + ctz64(m->high), j - ctz64(m->high))) return (size_t)-1;
     return j;
 }
-
-#if FAST_HAVE_AVX2
-/* block_masks_avx2 for the first 32 bytes only (the upper 32 bits of each mask: 0). */
-__attribute__((target("avx2"))) static inline void half_masks_avx2(const char *p, fast_block *m) {
-    const __m256i quote = _mm256_set1_epi8('"'), bslash = _mm256_set1_epi8('\\'), top = _mm256_set1_epi8(0x1F);
-    __m256i a = _mm256_loadu_si256((const __m256i *)p);
-    m->quote = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(a, quote));
-    m->bslash = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(a, bslash));
-    m->ctl = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_min_epu8(a, top), a));
-    m->high = (uint32_t)_mm256_movemask_epi8(a);
-}
-#endif
 
 /* The usual frame after a kept head e (head_find's): its text ends, with `"}}` and the separator
  * (CRLF for LF), within the 64 bytes after the head, and its escapes are one-character ones

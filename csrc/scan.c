@@ -1073,21 +1073,24 @@ cc_status cc_scan_finish_open(const char *buf, size_t avail, cc_finish_t *out, s
 enum { SS_TYPE, SS_RUN_ID, SS_FROM, SS_PAYLOAD, SS_METADATA,
        SS_REQUEST, SS_WARNINGS, SS_MESSAGE_ID, SS_STARTED_AT, SS_INPUT_MESSAGES };
 
-static int ss_key(int payload, const char *k, size_t kl) {
-    if (!payload) {
-        if (KEY_IS(k, kl, "type")) return SS_TYPE;
-        if (KEY_IS(k, kl, "runId")) return SS_RUN_ID;
-        if (KEY_IS(k, kl, "from")) return SS_FROM;
-        if (KEY_IS(k, kl, "payload")) return SS_PAYLOAD;
-        if (KEY_IS(k, kl, "metadata")) return SS_METADATA;
-    } else {
-        if (KEY_IS(k, kl, "request")) return SS_REQUEST;
-        if (KEY_IS(k, kl, "warnings")) return SS_WARNINGS;
-        if (KEY_IS(k, kl, "messageId")) return SS_MESSAGE_ID;
-        if (KEY_IS(k, kl, "startedAt")) return SS_STARTED_AT;
-        if (KEY_IS(k, kl, "inputMessages")) return SS_INPUT_MESSAGES;
-    }
+/* A key's slot in a reader's table of the keys it knows: the first names at the envelope, the
+ * others (from `split` on) in the payload; -1 for a key not there (an escaped key: never there). */
+typedef struct key_name { const char *s; size_t n; } key_name;
+#define KN(lit) {lit, sizeof(lit) - 1}
+static int key_slot(const key_name *keys, int split, int count, int payload, const char *k, size_t kl) {
+    for (int i = payload ? split : 0, e = payload ? count : split; i < e; i++)
+        if (kl == keys[i].n && memcmp(k, keys[i].s, kl) == 0) return i;
     return -1;
+}
+
+static const key_name ss_keys[] = {
+    KN("type"), KN("runId"), KN("from"), KN("payload"), KN("metadata"),                  /* SS_TYPE on */
+    KN("request"), KN("warnings"), KN("messageId"), KN("startedAt"), KN("inputMessages"),  /* SS_REQUEST on */
+};
+
+#define KEYS(t) (int)(sizeof(t) / sizeof((t)[0]))
+static int ss_key(int payload, const char *k, size_t kl) {
+    return key_slot(ss_keys, SS_REQUEST, KEYS(ss_keys), payload, k, kl);
 }
 
 /* A JSON integer of at most 18 digits at p[i..e): what an int field surely takes. */
@@ -1177,19 +1180,13 @@ cc_status cc_scan_step_start(const char *buf, size_t len, cc_step_start_t *out) 
 
 enum { TL_TYPE, TL_RUN_ID, TL_FROM, TL_PAYLOAD, TL_CALL_ID, TL_NAME, TL_ARGS, TL_RESULT };
 
+static const key_name tl_keys[] = {
+    KN("type"), KN("runId"), KN("from"), KN("payload"),                                  /* TL_TYPE on */
+    KN("toolCallId"), KN("toolName"), KN("args"), KN("result"),                          /* TL_CALL_ID on */
+};
+
 static int tl_key(int payload, const char *k, size_t kl) {
-    if (!payload) {
-        if (KEY_IS(k, kl, "type")) return TL_TYPE;
-        if (KEY_IS(k, kl, "runId")) return TL_RUN_ID;
-        if (KEY_IS(k, kl, "from")) return TL_FROM;
-        if (KEY_IS(k, kl, "payload")) return TL_PAYLOAD;
-    } else {
-        if (KEY_IS(k, kl, "toolCallId")) return TL_CALL_ID;
-        if (KEY_IS(k, kl, "toolName")) return TL_NAME;
-        if (KEY_IS(k, kl, "args")) return TL_ARGS;
-        if (KEY_IS(k, kl, "result")) return TL_RESULT;
-    }
-    return -1;
+    return key_slot(tl_keys, TL_CALL_ID, KEYS(tl_keys), payload, k, kl);
 }
 
 typedef struct tl_ctx { cc_tool_t *out; unsigned *seen; int *big; int payload; } tl_ctx;
