@@ -11,6 +11,7 @@
  * reporting) handles it.  The scanner never rejects what the general decoder would accept
  * differently: it only says "mine" or "not mine".
  */
+#include <stddef.h>
 #include <string.h>
 #include "chunkcodec/scan.h"
 #include "chunkcodec/accum.h"   /* cc_fast_avx2 */
@@ -978,14 +979,31 @@ static size_t walk_object(const unsigned char *p, size_t i, size_t n, member_fn 
     }
 }
 
+/* What the finish reader shares across levels: the keys seen (of the first three levels), and the
+ * memo (cc_scan_finish_memo): the lookup, and the memo it gave. */
+typedef struct fin_shared { unsigned seen; cc_fin_memo_fn lookup; void *lctx; const cc_fin_memo_t *memo; } fin_shared;
+
 /* The finish reader's place in the frame: the level (FL_*), the containers around it, and inside
  * stepResult and metadata, `whole`: set when msgspec must decode the object whole (an escaped key,
  * a number that may be out of range); NULL elsewhere. */
-typedef struct fin_ctx { cc_finish_t *out; unsigned *seen; int *whole; int level, depth; } fin_ctx;
+typedef struct fin_ctx { cc_finish_t *out; fin_shared *sh; int *whole; int level, depth; } fin_ctx;
+
+/* A skipped member's value at p[v0] that the memo has, byte for byte, under the same key and level:
+ * the offset past it; else 0. */
+static size_t memo_skip(const cc_fin_memo_t *memo, int level, const unsigned char *p, size_t k0, size_t kl,
+                        size_t v0, size_t n) {
+    for (int j = 0; j < memo->count; j++) {
+        const cc_fin_member_t *e = &memo->m[j];
+        if (e->level != level || e->kl != kl || memcmp(memo->p + e->k0, p + k0, kl) != 0) continue;
+        return n - v0 >= e->vl && memcmp(memo->p + e->v0, p + v0, e->vl) == 0 ? v0 + e->vl : 0;
+    }
+    return 0;
+}
 
 static size_t fin_member(void *vctx, const unsigned char *p, size_t k0, size_t kl, size_t v0, size_t n) {
     fin_ctx *c = vctx;
     cc_finish_t *out = c->out;
+    fin_shared *sh = c->sh;
     size_t i = v0;
     int slot = -2;
     for (size_t j = 0; j < kl; j++) {               /* it might read as one of ours */
@@ -998,13 +1016,13 @@ static size_t fin_member(void *vctx, const unsigned char *p, size_t k0, size_t k
     }
     if (slot == -2) slot = fin_key(c->level, (const char *)p + k0, kl);
     if (slot >= 0 && slot < FK_SR_REASON) {
-        if (*c->seen & (1u << slot)) return 0;      /* duplicate: leave it to the decoder */
-        *c->seen |= 1u << slot;
+        if (sh->seen & (1u << slot)) return 0;      /* duplicate: leave it to the decoder */
+        sh->seen |= 1u << slot;
     }
     if (slot == FK_PAYLOAD || slot == FK_OUTPUT) {
         int *kind = slot == FK_PAYLOAD ? &out->payload : &out->output;
         if (p[i] == '{') {
-            fin_ctx in = {out, c->seen, NULL, slot == FK_PAYLOAD ? FL_PAYLOAD : FL_OUTPUT, c->depth + 1};
+            fin_ctx in = {out, sh, NULL, slot == FK_PAYLOAD ? FL_PAYLOAD : FL_OUTPUT, c->depth + 1};
             *kind = CC_FIN_OBJECT;
             i = walk_object(p, i, n, fin_member, &in);
         } else {
@@ -1013,7 +1031,7 @@ static size_t fin_member(void *vctx, const unsigned char *p, size_t k0, size_t k
         }
     } else if ((slot == FK_STEP_RESULT || slot == FK_METADATA) && p[i] == '{') {
         int whole = 0;
-        fin_ctx in = {out, c->seen, &whole, slot == FK_STEP_RESULT ? FL_STEP_RESULT : FL_METADATA, c->depth + 1};
+        fin_ctx in = {out, sh, &whole, slot == FK_STEP_RESULT ? FL_STEP_RESULT : FL_METADATA, c->depth + 1};
         i = walk_object(p, i, n, fin_member, &in);
         /* msgspec would decode it whole, checking its UTF-8 and its numbers' range */
         *(slot == FK_STEP_RESULT ? &out->step_result_object : &out->metadata_object) =
@@ -1024,8 +1042,21 @@ static size_t fin_member(void *vctx, const unsigned char *p, size_t k0, size_t k
         int big = 0;
         i = skip_value(p, i, n, c->depth + 1, &big);
         if (i && (big || !cc_utf8_valid((const char *)p + v0, i - v0))) return 0;
+    } else if (slot < 0 && (c->level == FL_PAYLOAD || c->level == FL_OUTPUT)) {
+        /* skipped, and kept in `skipped`: through the memo when it has these bytes */
+        size_t e = sh->memo ? memo_skip(sh->memo, c->level, p, k0, kl, v0, n) : 0;
+        out->memo_members += e != 0;
+        i = e ? e : skip_value(p, i, n, c->depth + 1, NULL);
+        cc_fin_memo_t *rec = &out->skipped;
+        if (i && rec->count < CC_FIN_MEMO_MAX) {
+            cc_fin_member_t *m = &rec->m[rec->count++];
+            m->k0 = k0, m->kl = kl, m->v0 = v0, m->vl = i - v0, m->level = c->level;
+        }
     } else {
         i = skip_value(p, i, n, c->depth + 1, c->whole);
+        if (i && slot == FK_RUN_ID && sh->lookup && p[v0] == '"' &&
+            !memchr(p + v0 + 1, '\\', i - v0 - 2))
+            sh->memo = sh->lookup(sh->lctx, (const char *)p + v0 + 1, i - v0 - 2);
     }
     cc_span_t *dst = fin_span(out, slot);
     if (i && dst) {
@@ -1036,11 +1067,14 @@ static size_t fin_member(void *vctx, const unsigned char *p, size_t k0, size_t k
 }
 
 /* The frame's object from p[i] == '{' on: the offset past it, or 0 (not one of these frames). */
-static size_t scan_finish(const unsigned char *p, size_t i, size_t len, cc_finish_t *out) {
-    unsigned seen = 0;
-    memset(out, 0, sizeof(*out));
+static size_t scan_finish(const unsigned char *p, size_t i, size_t len, cc_finish_t *out,
+                          cc_fin_memo_fn lookup, void *lctx) {
+    fin_shared sh = {0, lookup, lctx, NULL};
+    memset(out, 0, offsetof(cc_finish_t, skipped));
+    out->skipped.p = NULL;
+    out->skipped.count = 0;
     if (i >= len || p[i] != '{') return 0;
-    fin_ctx top = {out, &seen, NULL, FL_TOP, 0};
+    fin_ctx top = {out, &sh, NULL, FL_TOP, 0};
     i = walk_object(p, i, len, fin_member, &top);
     if (!i || !out->type.p) return 0;
     if (KEY_IS(out->type.p, out->type.len, "\"step-finish\"")) out->kind = CC_FIN_STEP_FINISH;
@@ -1049,16 +1083,25 @@ static size_t scan_finish(const unsigned char *p, size_t i, size_t len, cc_finis
     return i;
 }
 
-cc_status cc_scan_finish(const char *buf, size_t len, cc_finish_t *out) {
+cc_status cc_scan_finish_memo(const char *buf, size_t len, int open, cc_finish_t *out, size_t *end,
+                              cc_fin_memo_fn lookup, void *ctx) {
     const unsigned char *p = (const unsigned char *)buf;
-    size_t i = scan_finish(p, ws_any(p, 0, len), len, out);
+    size_t i;
+    if (open) {
+        i = scan_finish(p, 0, len, out, lookup, ctx);
+        *end = i;
+        return i ? CC_OK : CC_NOT_HOT;
+    }
+    i = scan_finish(p, ws_any(p, 0, len), len, out, lookup, ctx);
     return i && ws_any(p, i, len) == len ? CC_OK : CC_NOT_HOT;
 }
 
+cc_status cc_scan_finish(const char *buf, size_t len, cc_finish_t *out) {
+    return cc_scan_finish_memo(buf, len, 0, out, NULL, NULL, NULL);
+}
+
 cc_status cc_scan_finish_open(const char *buf, size_t avail, cc_finish_t *out, size_t *end) {
-    size_t i = scan_finish((const unsigned char *)buf, 0, avail, out);
-    *end = i;
-    return i ? CC_OK : CC_NOT_HOT;
+    return cc_scan_finish_memo(buf, avail, 1, out, end, NULL, NULL);
 }
 
 /* ---- The step-start reader ---------------------------------------------------------------------

@@ -1446,6 +1446,99 @@ def test_finish_frame_at_max_frame_bytes_read_before_its_end(both):
                         acc.feed(data)
 
 
+def _runs_out(api, data, framing="ndjson", pieces=None, **opts):
+    """The runs an accumulator makes of data (fed whole, or in pieces), and its invalid frames."""
+    acc = api.Accumulator(framing, errors="keep", **opts)
+    for piece in pieces or [data]:
+        acc.feed(piece)
+    dec = acc._decoder
+    acc.close()
+    outs = [(msgspec.to_builtins(msgspec.structs.replace(r, invalid_frames=[])),
+             [(i.frame_index, i.pos, type(i.error).__name__) for i in r.invalid_frames])
+            for r in acc.pop_results()]
+    return outs, dec
+
+
+def test_finish_repeating_its_step_finish_is_compared_not_read_again(both):
+    """A run's finish frame repeats its last step-finish's payload (Mastra's: all but
+    output.usage, which is the total), so the native path keeps, per run, the members of payload
+    and output the step-finish reader skipped (the message history), and skips those of the
+    finish that are the same bytes without checking them again (cc_scan_finish_memo).  Any other
+    byte is read as before: on the recorded streams, in every framing, and with the finish frame
+    changed (a letter: still taken; a random edit: taken, refused or sent to the decoder) the runs
+    and invalid frames are the reference path's."""
+    native, ref = both
+    for path in CHUNK_FILES:
+        data = path.read_bytes()
+        n_fin = data.count(b'"type":"finish"')
+        if data.count(b'"type":"step-finish"') == 0 or n_fin == 0:
+            continue
+        got, dec = _runs_out(native, data)
+        assert got == _runs_out(ref, data)[0], path.name
+        assert dec._memo_members >= 3 * n_fin, path.name    # (messages, output.steps and .text at least)
+    run = gen.run_frames(random.Random(8), 8)
+    fin = next(k for k, f in enumerate(run) if f.startswith(b'{"type":"finish"'))
+    for framing in ("ndjson", "rs", "sse"):
+        got, dec = _runs_out(native, _finish_open_log(framing, run), framing)
+        assert got == _runs_out(ref, _finish_open_log(framing, run), framing)[0], framing
+        assert dec._memo_members >= 6, (framing, dec._memo_members)
+    # a letter of the history changed: the member it is in is read, the others still compared
+    history_at = run[fin].index(b'"messages":') + 40
+    letter = run[fin][:history_at] + (b"Q" if run[fin][history_at:history_at + 1] != b"Q" else b"R") + \
+        run[fin][history_at + 1:]
+    frames = run[:fin] + [letter] + run[fin + 1:]
+    got, dec = _runs_out(native, _finish_open_log("ndjson", frames))
+    assert got == _runs_out(ref, _finish_open_log("ndjson", frames))[0]
+    assert 1 <= dec._memo_members < 6 + 2
+    rng = random.Random(9)
+    hits = 0
+    for f in corrupted(rng, [run[fin]] * 400, 400):
+        frames = run[:fin] + [f] + run[fin + 1:]
+        data = _finish_open_log("ndjson", frames)
+        got, dec = _runs_out(native, data)
+        assert got == _runs_out(ref, data)[0], f
+        hits += dec._memo_members > 2
+    assert hits > 100, hits                  # the memo was used, past each edit
+
+
+def test_finish_memos_kept_across_feeds_and_bounded(both):
+    """A finish memo refers to the bytes fed, without a copy: it lasts from one feed() to the
+    next when they are a stream's pieces (a run's finish comes in a later piece than its
+    step-finish), not past the feed() of a buffer of over 1 MiB (the caller's whole log), nor
+    past close(); and the pieces memos keep are bounded (16 MiB per decoder), however many runs
+    have a step-finish and no finish yet."""
+    native, ref = both
+    run = gen.run_frames(random.Random(10), 8)
+    pieces = [f + b"\n" for f in run]
+    got, dec = _runs_out(native, None, pieces=pieces)
+    assert got == _runs_out(ref, None, pieces=pieces)[0]
+    assert dec._memo_members >= 6 and dec._memo_runs == 0
+    last_sf = max(k for k, f in enumerate(run) if f.startswith(b'{"type":"step-finish"'))
+    acc = native.Accumulator("ndjson")
+    acc.feed(b"".join(pieces[:last_sf + 1]))
+    assert acc._decoder._memo_runs == 1                 # a small piece: kept
+    big = b"".join(pieces[:last_sf + 1]) + b" " * (1 << 20) + b"\n"
+    acc2 = native.Accumulator("ndjson")
+    acc2.feed(big)
+    assert acc2._decoder._memo_runs == 0                # the caller's big buffer: not kept
+    dec = acc._decoder
+    acc.close()
+    assert dec._memo_runs == 0 and dec._memo_bytes == 0
+    # many runs cut off after a step-finish (of 11 KB), each in a piece of its own
+    sf = next(f for f in gen.run_frames(random.Random(11), 300)[::-1] if f.startswith(b'{"type":"step-finish"'))
+    rid = json.loads(sf)["runId"].encode()
+    acc = native.Accumulator("ndjson")
+    acc.feed(b"")
+    dec = acc._decoder
+    most = 0
+    for i in range(2600):
+        acc.feed(sf.replace(rid, b"%036d" % i) + b"\n")
+        assert dec._memo_bytes <= 16 << 20
+        most = max(most, dec._memo_runs)
+    assert (16 << 20) // 12000 < most < 2600, most
+    acc.close()
+
+
 #: One escape or bad byte each: the C finish reader walks a string's escapes 64 bytes at a time.
 _STRING_ESCAPES = ['\\n', '\\"', '\\\\', '\\/', '\\u00e9', '\\ud83d\\ude00', '\\u0022']
 _STRING_FAULTS = ['\\x', '\\ud800', '\\ud800\\u0041', '\\udc00', '\\u12g4', '\x01', '\x1f', '\\']

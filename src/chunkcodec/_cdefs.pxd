@@ -80,6 +80,21 @@ cdef extern from "chunkcodec/scan.h":
         CC_FIN_DECODE
         CC_FIN_STEP_FINISH
         CC_FIN_FINISH
+    enum:
+        CC_FIN_LEVEL_PAYLOAD
+        CC_FIN_LEVEL_OUTPUT
+        CC_FIN_MEMO_MAX
+    ctypedef struct cc_fin_member_t:
+        size_t k0
+        size_t kl
+        size_t v0
+        size_t vl
+        int level
+    ctypedef struct cc_fin_memo_t:
+        const char *p
+        int count
+        cc_fin_member_t m[12]
+    ctypedef const cc_fin_memo_t *(*cc_fin_memo_fn)(void *ctx, const char *run_id, size_t len) noexcept
     ctypedef struct cc_finish_t:
         int kind
         int payload
@@ -97,8 +112,12 @@ cdef extern from "chunkcodec/scan.h":
         cc_span_t md_id
         cc_span_t md_model_id
         cc_span_t md_provider_metadata
+        int memo_members
+        cc_fin_memo_t skipped
     cc_status cc_scan_finish(const char *buf, size_t len, cc_finish_t *out) nogil
     cc_status cc_scan_finish_open(const char *buf, size_t avail, cc_finish_t *out, size_t *end) nogil
+    cc_status cc_scan_finish_memo(const char *buf, size_t len, int open, cc_finish_t *out, size_t *end,
+                                  cc_fin_memo_fn lookup, void *ctx)
     ctypedef struct cc_step_start_t:
         cc_span_t type
         cc_span_t run_id

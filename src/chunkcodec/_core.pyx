@@ -507,22 +507,64 @@ cdef tuple _fields_of(cc_finish_t* f):
     return (f.kind == CC_FIN_STEP_FINISH, run_id, reason, warnings, usage, resp_id, model_id, pm)
 
 
-cdef object _read_finish(const char* p, Py_ssize_t n, object span, bint* taken=NULL):
+cdef object _read_finish(const char* p, Py_ssize_t n, object span, bint* taken=NULL, StreamDecoder dec=None,
+                         bytes owner=None):
     """light_fields(decode_finish_light(span)) (p, n: its bytes), or None when that decoder refuses
     the frame; read in C when it can: the message history is checked, not decoded, and only the
-    few values accumulation reads are.  *taken (when given) tells whether the C reader took it."""
+    few values accumulation reads are.  *taken (when given) tells whether the C reader took it.
+    dec: the accumulating decoder whose memos (_FinMemo) the reader may use and add to (p is in
+    owner then), or None."""
     cdef cc_finish_t f
+    cdef cc_fin_memo_fn lookup = NULL
+    if dec is not None:
+        lookup = _memo_lookup
     if taken != NULL:
         taken[0] = True
-    if cc_scan_finish(p, <size_t>n, &f) == CC_OK:
+    if cc_scan_finish_memo(p, <size_t>n, 0, &f, NULL, lookup, <void*>dec) == CC_OK:
         try:
-            return _fields_of(&f)
+            fields = _fields_of(&f)
         except _SPAN_ERRORS:
             pass        # msgspec refuses a value (out of range, bad UTF-8): the light decoder decides
+        else:
+            if dec is not None:
+                dec._keep_memo(owner, p, &f, fields[1])
+            return fields
     if taken != NULL:
         taken[0] = False
     light = _decode_finish_light(span)
     return None if light is None else _light_fields(light)
+
+
+# The finish memos (_FinMemo) refer to the bytes their frames are in, without a copy (copying a
+# step-finish frame costs more than reading its run's finish again): a buffer of at most
+# _MEMO_OWNER_MAX bytes (a piece of a stream) may be kept across feed() calls, up to _MEMO_BYTES of
+# them in all per decoder (counted once per memo: past it the memos are dropped); a bigger one (a
+# whole log) is not counted, and its memos are dropped when the feed() that gave it returns.
+DEF _MEMO_OWNER_MAX = 1 << 20
+DEF _MEMO_BYTES = 16 << 20
+
+
+@cython.final
+cdef class _FinMemo:
+    """A run's last step-finish frame as the finish reader read it: the members of its payload and
+    output the reader skipped (their message history), for the run's finish frame, which repeats
+    them, to be compared with instead of read again (cc_scan_finish_memo); owner: the bytes object
+    m.p points into."""
+    cdef object owner
+    cdef Py_ssize_t charge
+    cdef cc_fin_memo_t m
+
+
+cdef const cc_fin_memo_t* _memo_lookup(void* ctx, const char* p, size_t n) noexcept:
+    """cc_fin_memo_fn: the memo of the run whose runId's bytes are p[0..n), or NULL."""
+    cdef StreamDecoder dec = <StreamDecoder>ctx
+    if not dec._memos:
+        return NULL
+    try:
+        m = dec._memos.get(_plain_utf8(p, n))
+    except Exception:           # (a runId that is not UTF-8: the reader goes on without a memo)
+        return NULL
+    return NULL if m is None else &(<_FinMemo>m).m
 
 
 cdef tuple _step_start_values(const char* p, Py_ssize_t n):
@@ -755,6 +797,10 @@ cdef class StreamDecoder:
     cdef object _custom        # another format's frame decoder (chunkcodec.ailoop), or None
     cdef readonly long long _loop_frames   # (a test hook) delta frames the C loop appended itself
     cdef readonly long long _open_frames   # (a test hook) finish frames _finish_open read
+    cdef dict _memos           # runId -> _FinMemo of its last step-finish, until its finish
+    cdef readonly Py_ssize_t _memo_bytes   # (a test hook) what the memos are charged (_MEMO_BYTES)
+    cdef bint _memo_big        # a memo refers to a buffer over _MEMO_OWNER_MAX bytes
+    cdef readonly long long _memo_members  # (a test hook) finish members taken through a memo
 
     def __init__(self, framing="auto", *, max_frame_bytes=DEFAULT_MAX_FRAME_BYTES,
                  errors="strict", _as_dicts=False, _as_frames=False, _sink=None, _decoder=None):
@@ -793,6 +839,7 @@ cdef class StreamDecoder:
             self._rkeep = [None] * (1 << CC_ROUTE_BITS_MIN)
         self._cur_run = None
         self._custom = _decoder
+        self._memos = {}
 
     def __dealloc__(self):
         if self._routes != NULL:
@@ -808,6 +855,11 @@ cdef class StreamDecoder:
     def _route_slots(self):
         """(For tests.)  The slots of an accumulating decoder's route table, else 0."""
         return 1 << self._routes.bits if self._routes != NULL else 0
+
+    @property
+    def _memo_runs(self):
+        """(For tests.)  The runs whose last step-finish is kept as a finish memo."""
+        return len(self._memos)
 
     @property
     def frame_index(self):
@@ -835,7 +887,16 @@ cdef class StreamDecoder:
             raise
         finally:
             self._sink = None
+            if self._memo_big:
+                self._drop_big_memos()
         return out
+
+    cdef int _drop_big_memos(self) except -1:
+        """At the end of a feed(): its buffer is the caller's (or a join of it), not to be kept."""
+        for k in [k for k, m in self._memos.items() if PyBytes_GET_SIZE((<_FinMemo>m).owner) > _MEMO_OWNER_MAX]:
+            del self._memos[k]
+        self._memo_big = False
+        return 0
 
     cdef _feed(self, bytes b, Py_ssize_t off, long long base, list out):
         cdef const char* p = PyBytes_AS_STRING(b)
@@ -1106,7 +1167,7 @@ cdef class StreamDecoder:
                 return
         span = _span(owner, start, length)
         if finish:
-            fields = _read_finish(p, length, span)
+            fields = _read_finish(p, length, span, NULL, self, owner)
             if fields is not None:
                 self._sink._finish_read(fields)
                 return
@@ -1195,7 +1256,7 @@ cdef class StreamDecoder:
         q = p + j
         if not _finish_prefix(q, avail - j):
             return 0
-        if cc_scan_finish_open(q, <size_t>(avail - j), &f, &end) != CC_OK:
+        if cc_scan_finish_memo(q, <size_t>(avail - j), 1, &f, &end, _memo_lookup, <void*>self) != CC_OK:
             return 0
         e = <Py_ssize_t>end
         if j + e + term > avail:
@@ -1218,11 +1279,43 @@ cdef class StreamDecoder:
             fields = _fields_of(&f)
         except _SPAN_ERRORS:
             return 0            # msgspec refuses a value: the general path decides
+        self._keep_memo(b, q, &f, fields[1])
         self._index += 1
         self._open_frames += 1
         self._cur_run = None
         self._sink._finish_read(fields)
         return j + e + term
+
+    cdef int _keep_memo(self, bytes owner, const char* q, cc_finish_t* f, object run_id) except -1:
+        """After the C reader read a step-finish or finish frame (at q, in owner; run_id: its runId
+        as read): keep what it skipped as its run's memo (a step-finish), or drop the run's memo
+        (a finish: the run is done with it)."""
+        cdef _FinMemo m
+        cdef Py_ssize_t size = PyBytes_GET_SIZE(owner)
+        self._memo_members += f.memo_members
+        if type(run_id) is not str:
+            return 0
+        if f.kind == CC_FIN_FINISH or f.skipped.count == 0:
+            if self._memos:
+                old = self._memos.pop(run_id, None)
+                if old is not None:
+                    self._memo_bytes -= (<_FinMemo>old).charge
+            return 0
+        old = self._memos.get(run_id)
+        if old is not None:
+            self._memo_bytes -= (<_FinMemo>old).charge
+        m = _FinMemo.__new__(_FinMemo)
+        m.owner = owner
+        m.charge = size if size <= _MEMO_OWNER_MAX else 0
+        m.m = f.skipped
+        m.m.p = q
+        if self._memo_bytes + m.charge > _MEMO_BYTES:
+            self._memos.clear()
+            self._memo_bytes = 0
+        self._memos[run_id] = m
+        self._memo_bytes += m.charge
+        self._memo_big |= size > _MEMO_OWNER_MAX
+        return 0
 
     cdef int _sink_event(self, cc_accum_stop* st) except -1:
         """A text-start, text-end, start or tool-call-input-streaming-start or -end the C loop
@@ -1419,6 +1512,9 @@ cdef class StreamDecoder:
             raise
         finally:
             self._sink = None
+            self._memos.clear()         # (no frame comes after)
+            self._memo_bytes = 0
+            self._memo_big = False
         return out
 
     cdef _close(self, list out):

@@ -102,6 +102,17 @@ typedef struct cc_span { const char *p; size_t len; } cc_span_t;   /* p == NULL:
 enum { CC_FIN_ABSENT = 0, CC_FIN_NULL = 1, CC_FIN_OBJECT = 2, CC_FIN_DECODE = 3 };
 enum { CC_FIN_STEP_FINISH = 1, CC_FIN_FINISH = 2 };                 /* kind */
 
+/* A member of payload or output the finish reader skipped: its key at buf[k0, k0 + kl), its value at
+ * buf[v0, v0 + vl), its level (CC_FIN_LEVEL_*).  At most CC_FIN_MEMO_MAX are kept (the first). */
+enum { CC_FIN_LEVEL_PAYLOAD = 1, CC_FIN_LEVEL_OUTPUT = 2, CC_FIN_MEMO_MAX = 12 };
+typedef struct cc_fin_member { size_t k0, kl, v0, vl; int level; } cc_fin_member_t;
+typedef struct cc_fin_memo {
+    const char *p;                /* the bytes the offsets are in (the reader leaves it NULL) */
+    int count;
+    cc_fin_member_t m[CC_FIN_MEMO_MAX];
+} cc_fin_memo_t;
+typedef const cc_fin_memo_t *(*cc_fin_memo_fn)(void *ctx, const char *run_id, size_t len);
+
 typedef struct cc_finish {
     int kind;
     int payload, output;
@@ -111,6 +122,8 @@ typedef struct cc_finish {
     cc_span_t usage;                                          /* payload.output.usage */
     cc_span_t sr_reason, sr_warnings;                         /* payload.stepResult.* (last wins) */
     cc_span_t md_id, md_model_id, md_provider_metadata;       /* payload.metadata.* (last wins) */
+    int memo_members;             /* the members of payload and output taken through the memo */
+    cc_fin_memo_t skipped;        /* the members of payload and output skipped (offsets in buf) */
 } cc_finish_t;
 
 cc_status cc_scan_finish(const char *buf, size_t len, cc_finish_t *out);
@@ -119,6 +132,15 @@ cc_status cc_scan_finish(const char *buf, size_t len, cc_finish_t *out);
  * that its framing's terminator follows.  Its white space is what cc_scan_finish allows but line
  * feeds (no reader here takes one inside a value), so it cannot read across the end of a line. */
 cc_status cc_scan_finish_open(const char *buf, size_t avail, cc_finish_t *out, size_t *end);
+/* Either of the two (open: cc_scan_finish_open's way, *end set), with a memo: when the reader has
+ * read the frame's runId (a string without escapes, before its payload), lookup(ctx, its bytes
+ * without the quotes) may give the `skipped` of a frame read before (its p: those bytes, kept by
+ * the caller), or NULL.  A member of payload or output that would be skipped and whose value is,
+ * byte for byte, the value of the memo's member of the same key and level, is not checked again:
+ * those bytes were checked, at the same depth, by the same reader.  (Mastra's finish frame
+ * repeats its run's last step-finish but for output.usage: its message history is read once.) */
+cc_status cc_scan_finish_memo(const char *buf, size_t len, int open, cc_finish_t *out, size_t *end,
+                              cc_fin_memo_fn lookup, void *ctx);
 
 /* ---- step-start frames --------------------------------------------------------------------------
  * The spans of a step-start frame's type, runId, from and payload.warnings (p NULL: absent), read
