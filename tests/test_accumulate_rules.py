@@ -1417,6 +1417,23 @@ def test_finish_frames_read_before_their_end_is_found(both):
         assert outs[0] == outs[1]
 
 
+def test_finish_frame_cut_by_a_piece_end_is_read_once(both):
+    """A step-finish/finish frame that a stream's piece ends in is not read up to the piece's end
+    and then again whole: _finish_open looks for its terminator first (in the last 256 KiB of
+    what it has), so that each frame is begun once, in every framing and at every piece size."""
+    native, ref = both
+    frames = gen.interleaved(3, 40)
+    n_fin = sum(f.startswith((b'{"type":"step-finish"', b'{"type":"finish"')) for f in frames)
+    for framing in ("ndjson", "rs", "sse"):
+        data = _finish_open_log(framing, frames)
+        for size in (1000, 4096, 16384, len(data)):
+            pieces = [data[i:i + size] for i in range(0, len(data), size)]
+            got, dec = _runs_out(native, None, framing, pieces)
+            assert got == _runs_out(ref, None, framing, pieces)[0], (framing, size)
+            assert dec._open_tries == dec._open_frames, (framing, size, dec._open_tries, dec._open_frames)
+            assert dec._open_frames >= n_fin - len(pieces), (framing, size)
+
+
 def test_finish_frame_at_max_frame_bytes_read_before_its_end(both):
     """max_frame_bytes holds for a finish frame read by _finish_open as by the split: a frame of
     exactly the limit is read, one byte more is FrameTooLarge (or, kept, an invalid frame)."""

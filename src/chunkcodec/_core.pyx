@@ -535,6 +535,11 @@ cdef object _read_finish(const char* p, Py_ssize_t n, object span, bint* taken=N
     return None if light is None else _light_fields(light)
 
 
+# _finish_open looks for a frame's terminator first when at most this many bytes are left: in a
+# stream's pieces, the frame they end in would be read up to their end in vain, and again whole
+# once the next piece has come (a whole log in memory: no look but in its last 256 KiB).
+DEF _FIN_LOOK_FIRST = 256 << 10
+
 # The finish memos (_FinMemo) refer to the bytes their frames are in, without a copy (copying a
 # step-finish frame costs more than reading its run's finish again): a buffer of at most
 # _MEMO_OWNER_MAX bytes (a piece of a stream) may be kept across feed() calls, up to _MEMO_BYTES of
@@ -797,6 +802,7 @@ cdef class StreamDecoder:
     cdef object _custom        # another format's frame decoder (chunkcodec.ailoop), or None
     cdef readonly long long _loop_frames   # (a test hook) delta frames the C loop appended itself
     cdef readonly long long _open_frames   # (a test hook) finish frames _finish_open read
+    cdef readonly long long _open_tries    # (a test hook) and those it began to read
     cdef dict _memos           # runId -> _FinMemo of its last step-finish, until its finish
     cdef readonly Py_ssize_t _memo_bytes   # (a test hook) what the memos are charged (_MEMO_BYTES)
     cdef bint _memo_big        # a memo refers to a buffer over _MEMO_OWNER_MAX bytes
@@ -1256,6 +1262,9 @@ cdef class StreamDecoder:
         q = p + j
         if not _finish_prefix(q, avail - j):
             return 0
+        if avail - j <= _FIN_LOOK_FIRST and memchr(q, 0x1E if fr == CC_FRAMING_RS else b'\n', avail - j) == NULL:
+            return 0            # its end is in a piece to come: read it then, once
+        self._open_tries += 1
         if cc_scan_finish_memo(q, <size_t>(avail - j), 1, &f, &end, _memo_lookup, <void*>self) != CC_OK:
             return 0
         e = <Py_ssize_t>end
