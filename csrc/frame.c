@@ -8,6 +8,9 @@
  * `data: [DONE]` record (early 1.x hono) is read as the end marker.
  * NDJSON (logs): lines end at LF (a CR before it is dropped); blank lines are skipped.
  */
+#if !defined(_GNU_SOURCE) && defined(__linux__)
+#define _GNU_SOURCE     /* memrchr */
+#endif
 #include <string.h>
 #include "chunkcodec/frame.h"
 
@@ -195,6 +198,17 @@ ptrdiff_t cc_frame_find_end(int framing, const char *tail, size_t ntail, const c
         j = k + 1;
     }
     return -1;
+}
+
+ptrdiff_t cc_last_byte(const char *buf, size_t len, char c) {
+#if defined(__GLIBC__)
+    const char *e = len ? memrchr(buf, c, len) : NULL;
+    return e ? (ptrdiff_t)(e - buf) : -1;
+#else
+    while (len--)
+        if (buf[len] == c) return (ptrdiff_t)len;
+    return -1;
+#endif
 }
 
 int cc_detect_framing(const char *buf, size_t len, int final, int bom, size_t *skip) {

@@ -1419,8 +1419,8 @@ def test_finish_frames_read_before_their_end_is_found(both):
 
 def test_finish_frame_cut_by_a_piece_end_is_read_once(both):
     """A step-finish/finish frame that a stream's piece ends in is not read up to the piece's end
-    and then again whole: _finish_open looks for its terminator first (in the last 256 KiB of
-    what it has), so that each frame is begun once, in every framing and at every piece size."""
+    and then again whole: _finish_open leaves a frame that starts after the last terminator of
+    what it has, so that each frame is begun once, in every framing and at every piece size."""
     native, ref = both
     frames = gen.interleaved(3, 40)
     n_fin = sum(f.startswith((b'{"type":"step-finish"', b'{"type":"finish"')) for f in frames)

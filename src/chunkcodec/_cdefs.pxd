@@ -33,6 +33,7 @@ cdef extern from "chunkcodec/frame.h":
                           cc_frame_t *out, size_t cap, size_t *n_out) nogil
     Py_ssize_t cc_frame_find_end(int framing, const char *tail, size_t ntail,
                                  const char *buf, size_t len) nogil
+    Py_ssize_t cc_last_byte(const char *buf, size_t len, char c) nogil
     size_t cc_sse_join_data(const char *block, size_t len, char *dst) nogil
     int cc_detect_framing(const char *buf, size_t len, int final, int bom, size_t *skip) nogil
 

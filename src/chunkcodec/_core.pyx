@@ -535,11 +535,6 @@ cdef object _read_finish(const char* p, Py_ssize_t n, object span, bint* taken=N
     return None if light is None else _light_fields(light)
 
 
-# _finish_open looks for a frame's terminator first when at most this many bytes are left: in a
-# stream's pieces, the frame they end in would be read up to their end in vain, and again whole
-# once the next piece has come (a whole log in memory: no look but in its last 256 KiB).
-DEF _FIN_LOOK_FIRST = 256 << 10
-
 # The finish memos (_FinMemo) refer to the bytes their frames are in, without a copy (copying a
 # step-finish frame costs more than reading its run's finish again): a buffer of at most
 # _MEMO_OWNER_MAX bytes (a piece of a stream) may be kept across feed() calls, up to _MEMO_BYTES of
@@ -804,6 +799,7 @@ cdef class StreamDecoder:
     cdef readonly long long _loop_frames   # (a test hook) delta frames the C loop appended itself
     cdef readonly long long _open_frames   # (a test hook) finish frames _finish_open read
     cdef readonly long long _open_tries    # (a test hook) and those it began to read
+    cdef const char* _last_term    # _process_sink: its buffer's last frame terminator byte, or NULL
     cdef dict _memos           # runId -> _FinMemo of its last step-finish, until its finish
     cdef readonly Py_ssize_t _memo_bytes   # (a test hook) what the memos are charged (_MEMO_BYTES)
     cdef bint _memo_big        # a memo refers to a buffer over _MEMO_OWNER_MAX bytes
@@ -1199,6 +1195,12 @@ cdef class StreamDecoder:
         cdef Py_ssize_t n = PyBytes_GET_SIZE(b) - off
         cdef int fr = self._framing
         cdef tuple e
+        cdef Py_ssize_t k
+        # the last terminator byte of what is here: a step-finish/finish frame that starts after
+        # it ends in a piece to come, and _finish_open leaves it (else it would be read up to the
+        # end of this piece in vain, and again whole once the next has come)
+        k = cc_last_byte(p, <size_t>n, 0x1E if fr == CC_FRAMING_RS else b'\n')
+        self._last_term = p + k if k >= 0 else NULL
         if n >= _BIG_FEED and self._routes.bits < CC_ROUTE_BITS_MAX:
             # a log, most likely, of many runs at once: the whole table now, not three growths
             # on the way (each moves the routes and forgets the kept heads)
@@ -1263,8 +1265,8 @@ cdef class StreamDecoder:
         q = p + j
         if not _finish_prefix(q, avail - j):
             return 0
-        if avail - j <= _FIN_LOOK_FIRST and memchr(q, 0x1E if fr == CC_FRAMING_RS else b'\n', avail - j) == NULL:
-            return 0            # its end is in a piece to come: read it then, once
+        if q > self._last_term:
+            return 0            # no terminator after it: its end is in a piece to come, read it then
         self._open_tries += 1
         if cc_scan_finish_memo(q, <size_t>(avail - j), 1, &f, &end, _memo_lookup, <void*>self) != CC_OK:
             return 0

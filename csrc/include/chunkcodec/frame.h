@@ -37,6 +37,9 @@ size_t cc_frame_split(int framing, const char *buf, size_t len, int final,
  * bytes that came before buf, so an SSE blank line that straddles two pieces is found. */
 ptrdiff_t cc_frame_find_end(int framing, const char *tail, size_t ntail, const char *buf, size_t len);
 
+/* Offset of the last byte c in buf[0, len), or -1 (memrchr where the C library has it). */
+ptrdiff_t cc_last_byte(const char *buf, size_t len, char c);
+
 /* Join the data lines of an SSE event block with '\n' into dst (capacity >= len).  Returns the
  * length written. */
 size_t cc_sse_join_data(const char *block, size_t len, char *dst);
