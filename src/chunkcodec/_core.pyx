@@ -799,7 +799,7 @@ cdef class StreamDecoder:
     cdef readonly long long _loop_frames   # (a test hook) delta frames the C loop appended itself
     cdef readonly long long _open_frames   # (a test hook) finish frames _finish_open read
     cdef readonly long long _open_tries    # (a test hook) and those it began to read
-    cdef const char* _last_term    # _process_sink: its buffer's last frame terminator byte, or NULL
+    cdef Py_ssize_t _last_term     # _process_sink: where its buffer's last frame terminator is, or -1
     cdef dict _memos           # runId -> _FinMemo of its last step-finish, until its finish
     cdef readonly Py_ssize_t _memo_bytes   # (a test hook) what the memos are charged (_MEMO_BYTES)
     cdef bint _memo_big        # a memo refers to a buffer over _MEMO_OWNER_MAX bytes
@@ -1200,7 +1200,7 @@ cdef class StreamDecoder:
         # it ends in a piece to come, and _finish_open leaves it (else it would be read up to the
         # end of this piece in vain, and again whole once the next has come)
         k = cc_last_byte(p, <size_t>n, 0x1E if fr == CC_FRAMING_RS else b'\n')
-        self._last_term = p + k if k >= 0 else NULL
+        self._last_term = off + k if k >= 0 else -1
         if n >= _BIG_FEED and self._routes.bits < CC_ROUTE_BITS_MAX:
             # a log, most likely, of many runs at once: the whole table now, not three growths
             # on the way (each moves the routes and forgets the kept heads)
@@ -1265,7 +1265,7 @@ cdef class StreamDecoder:
         q = p + j
         if not _finish_prefix(q, avail - j):
             return 0
-        if q > self._last_term:
+        if at + j > self._last_term:
             return 0            # no terminator after it: its end is in a piece to come, read it then
         self._open_tries += 1
         if cc_scan_finish_memo(q, <size_t>(avail - j), 1, &f, &end, _memo_lookup, <void*>self) != CC_OK:
