@@ -1104,6 +1104,80 @@ cc_status cc_scan_finish_open(const char *buf, size_t avail, cc_finish_t *out, s
     return cc_scan_finish_memo(buf, avail, 1, out, end, NULL, NULL);
 }
 
+/* ---- The envelope readers: step-start, tool-call and tool-result frames ----------------------
+ * A frame of a known type whose every key the reader knows (the envelope's, then the payload's),
+ * each once and unescaped: walked as the typed decoder would take it (valid JSON, every number in
+ * range, checked as it skips; valid UTF-8 throughout, checked at the end), each value's span kept
+ * by its key's slot.  A reader says which keys it knows, which must hold strings, and the types it
+ * takes; what else it needs of the frame it checks from the spans. */
+
+/* A key's slot in a reader's table of the keys it knows: the first names at the envelope, the
+ * others (from `split` on) in the payload; -1 for a key not there (an escaped key: never there). */
+typedef struct key_name { const char *s; size_t n; } key_name;
+#define KN(lit) {lit, sizeof(lit) - 1}
+#define KEYS(t) (int)(sizeof(t) / sizeof((t)[0]))
+static int key_slot(const key_name *keys, int split, int count, int payload, const char *k, size_t kl) {
+    for (int i = payload ? split : 0, e = payload ? count : split; i < e; i++)
+        if (kl == keys[i].n && memcmp(k, keys[i].s, kl) == 0) return i;
+    return -1;
+}
+
+typedef struct env_spec {
+    const key_name *keys;
+    int split, count;           /* envelope keys [0, split), payload keys [split, count) */
+    int type, payload;          /* the slots of "type" and "payload" */
+    unsigned strings;           /* the slots whose values must be strings */
+    const key_name *types;      /* the types taken (quoted, as written) ... */
+    int ntypes;                 /* ... the frame's kind: 1 + the index of its type */
+} env_spec;
+
+#define ENV_MAX_KEYS 16
+typedef struct env_read {
+    cc_span_t v[ENV_MAX_KEYS];  /* by slot; p NULL: absent */
+    unsigned seen;              /* the slots present */
+    int kind, big;
+} env_read;
+
+typedef struct env_ctx { const env_spec *s; env_read *r; int payload; } env_ctx;
+
+static size_t env_member(void *vctx, const unsigned char *p, size_t k0, size_t kl, size_t v0, size_t n) {
+    env_ctx *c = vctx;
+    const env_spec *s = c->s;
+    env_read *r = c->r;
+    int slot = key_slot(s->keys, s->split, s->count, c->payload, (const char *)p + k0, kl);
+    if (slot < 0 || (r->seen & (1u << slot))) return 0;
+    r->seen |= 1u << slot;
+    if (slot == s->payload) {
+        env_ctx in = {s, r, 1};
+        return p[v0] == '{' ? walk_object(p, v0, n, env_member, &in) : 0;
+    }
+    if ((s->strings >> slot & 1) && p[v0] != '"') return 0;
+    size_t i = skip_value(p, v0, n, c->payload + 1, &r->big);
+    if (!i) return 0;
+    r->v[slot].p = (const char *)p + v0;
+    r->v[slot].len = i - v0;
+    if (slot == s->type) {              /* (refused here, a frame of another type is not walked on) */
+        int k = 0;
+        while (k < s->ntypes && !(i - v0 == s->types[k].n && memcmp(p + v0, s->types[k].s, i - v0) == 0)) k++;
+        if (k == s->ntypes) return 0;
+        r->kind = k + 1;
+    }
+    return i;
+}
+
+/* The frame buf[0..len) read by spec s into r: 1 when taken (a type of s's, its payload there,
+ * nothing but white space around it, valid UTF-8, no number out of range), else 0. */
+static int env_read_frame(const env_spec *s, const char *buf, size_t len, env_read *r) {
+    const unsigned char *p = (const unsigned char *)buf;
+    memset(r, 0, sizeof(*r));
+    size_t i = ws_any(p, 0, len);
+    if (i >= len || p[i] != '{') return 0;
+    env_ctx top = {s, r, 0};
+    i = walk_object(p, i, len, env_member, &top);
+    return i && ws_any(p, i, len) == len && r->kind && (r->seen & (1u << s->payload)) && !r->big &&
+           cc_utf8_valid(buf, len);
+}
+
 /* ---- The step-start reader ---------------------------------------------------------------------
  * A step-start frame carries the request the model was sent (its body can be the whole prompt)
  * and may carry the input messages; accumulation reads only its warnings.  The typed decoder
@@ -1116,58 +1190,25 @@ cc_status cc_scan_finish_open(const char *buf, size_t avail, cc_finish_t *out, s
 enum { SS_TYPE, SS_RUN_ID, SS_FROM, SS_PAYLOAD, SS_METADATA,
        SS_REQUEST, SS_WARNINGS, SS_MESSAGE_ID, SS_STARTED_AT, SS_INPUT_MESSAGES };
 
-/* A key's slot in a reader's table of the keys it knows: the first names at the envelope, the
- * others (from `split` on) in the payload; -1 for a key not there (an escaped key: never there). */
-typedef struct key_name { const char *s; size_t n; } key_name;
-#define KN(lit) {lit, sizeof(lit) - 1}
-static int key_slot(const key_name *keys, int split, int count, int payload, const char *k, size_t kl) {
-    for (int i = payload ? split : 0, e = payload ? count : split; i < e; i++)
-        if (kl == keys[i].n && memcmp(k, keys[i].s, kl) == 0) return i;
-    return -1;
-}
-
 static const key_name ss_keys[] = {
     KN("type"), KN("runId"), KN("from"), KN("payload"), KN("metadata"),                  /* SS_TYPE on */
     KN("request"), KN("warnings"), KN("messageId"), KN("startedAt"), KN("inputMessages"),  /* SS_REQUEST on */
 };
+static const key_name ss_types[] = {KN("\"step-start\"")};
+static const env_spec ss_spec = {
+    ss_keys, SS_REQUEST, KEYS(ss_keys), SS_TYPE, SS_PAYLOAD,
+    1u << SS_TYPE | 1u << SS_RUN_ID | 1u << SS_FROM | 1u << SS_MESSAGE_ID, ss_types, KEYS(ss_types),
+};
 
-#define KEYS(t) (int)(sizeof(t) / sizeof((t)[0]))
-static int ss_key(int payload, const char *k, size_t kl) {
-    return key_slot(ss_keys, SS_REQUEST, KEYS(ss_keys), payload, k, kl);
-}
-
-/* A JSON integer of at most 18 digits at p[i..e): what an int field surely takes. */
-static int ss_small_int(const unsigned char *p, size_t i, size_t e) {
-    if (i < e && p[i] == '-') i++;
-    if (e - i > 18) return 0;
-    for (; i < e; i++)
-        if (p[i] < '0' || p[i] > '9') return 0;
+/* A JSON integer of at most 18 digits: what an int field surely takes (absent: nothing to take). */
+static int ss_small_int(cc_span_t v) {
+    size_t i = 0;
+    if (!v.p) return 1;
+    if (i < v.len && v.p[i] == '-') i++;
+    if (v.len - i > 18) return 0;
+    for (; i < v.len; i++)
+        if (v.p[i] < '0' || v.p[i] > '9') return 0;
     return 1;
-}
-
-typedef struct ss_ctx { cc_step_start_t *out; unsigned *seen; int *big; int payload; } ss_ctx;
-
-static size_t ss_member(void *vctx, const unsigned char *p, size_t k0, size_t kl, size_t v0, size_t n) {
-    ss_ctx *c = vctx;
-    size_t i = v0;
-    int slot = ss_key(c->payload, (const char *)p + k0, kl);       /* (an escaped key: none of ours) */
-    if (slot < 0 || (*c->seen & (1u << slot))) return 0;
-    *c->seen |= 1u << slot;
-    if (slot == SS_PAYLOAD) {
-        ss_ctx in = {c->out, c->seen, c->big, 1};
-        return p[i] == '{' ? walk_object(p, i, n, ss_member, &in) : 0;
-    }
-    if ((slot == SS_TYPE || slot == SS_RUN_ID || slot == SS_FROM || slot == SS_MESSAGE_ID) && p[i] != '"')
-        return 0;
-    i = skip_value(p, i, n, c->payload + 1, c->big);
-    if (!i || (slot == SS_STARTED_AT && !ss_small_int(p, v0, i))) return 0;
-    cc_span_t *dst = slot == SS_TYPE ? &c->out->type : slot == SS_RUN_ID ? &c->out->run_id :
-                     slot == SS_FROM ? &c->out->from_ : slot == SS_WARNINGS ? &c->out->warnings : NULL;
-    if (dst) {
-        dst->p = (const char *)p + v0;
-        dst->len = i - v0;
-    }
-    return i;
 }
 
 /* Whether "step-start" (quoted) is among the first 160 bytes of a frame: where its type is,
@@ -1196,19 +1237,15 @@ static int looks_step_start(const char *buf, size_t len) {
 }
 
 cc_status cc_scan_step_start(const char *buf, size_t len, cc_step_start_t *out) {
-    const unsigned char *p = (const unsigned char *)buf;
-    unsigned seen = 0;
-    int big = 0;
+    env_read r;
     memset(out, 0, sizeof(*out));
-    if (!looks_step_start(buf, len)) return CC_NOT_HOT;
-    size_t i = ws_any(p, 0, len);
-    if (i >= len || p[i] != '{') return CC_NOT_HOT;
-    ss_ctx top = {out, &seen, &big, 0};
-    i = walk_object(p, i, len, ss_member, &top);
-    if (!i || ws_any(p, i, len) != len || !(seen & (1u << SS_PAYLOAD)) ||
-        !KEY_IS(out->type.p, out->type.len, "\"step-start\""))
+    if (!looks_step_start(buf, len) || !env_read_frame(&ss_spec, buf, len, &r) || !ss_small_int(r.v[SS_STARTED_AT]))
         return CC_NOT_HOT;
-    return !big && cc_utf8_valid(buf, len) ? CC_OK : CC_NOT_HOT;
+    out->type = r.v[SS_TYPE];
+    out->run_id = r.v[SS_RUN_ID];
+    out->from_ = r.v[SS_FROM];
+    out->warnings = r.v[SS_WARNINGS];
+    return CC_OK;
 }
 
 /* ---- The tool-call and tool-result reader --------------------------------------------------------
@@ -1227,55 +1264,27 @@ static const key_name tl_keys[] = {
     KN("type"), KN("runId"), KN("from"), KN("payload"),                                  /* TL_TYPE on */
     KN("toolCallId"), KN("toolName"), KN("args"), KN("result"),                          /* TL_CALL_ID on */
 };
-
-static int tl_key(int payload, const char *k, size_t kl) {
-    return key_slot(tl_keys, TL_CALL_ID, KEYS(tl_keys), payload, k, kl);
-}
-
-typedef struct tl_ctx { cc_tool_t *out; unsigned *seen; int *big; int payload; } tl_ctx;
-
-static size_t tl_member(void *vctx, const unsigned char *p, size_t k0, size_t kl, size_t v0, size_t n) {
-    tl_ctx *c = vctx;
-    size_t i = v0;
-    int slot = tl_key(c->payload, (const char *)p + k0, kl);       /* (an escaped key: none of ours) */
-    if (slot < 0 || (*c->seen & (1u << slot))) return 0;
-    *c->seen |= 1u << slot;
-    if (slot == TL_PAYLOAD) {
-        tl_ctx in = {c->out, c->seen, c->big, 1};
-        return p[i] == '{' ? walk_object(p, i, n, tl_member, &in) : 0;
-    }
-    if (slot != TL_ARGS && slot != TL_RESULT && p[i] != '"') return 0;
-    i = skip_value(p, i, n, c->payload + 1, c->big);
-    if (!i) return 0;
-    cc_span_t s = {(const char *)p + v0, i - v0};
-    switch (slot) {
-    case TL_TYPE:                       /* (refused here, a frame of another type is not walked on) */
-        if (KEY_IS(s.p, s.len, "\"tool-call\"")) c->out->kind = CC_TOOL_CALL;
-        else if (KEY_IS(s.p, s.len, "\"tool-result\"")) c->out->kind = CC_TOOL_RESULT;
-        else return 0;
-        break;
-    case TL_RUN_ID: c->out->run_id = s; break;
-    case TL_FROM: c->out->from_ = s; break;
-    case TL_CALL_ID: c->out->call_id = s; break;
-    case TL_NAME: c->out->name = s; break;
-    case TL_ARGS: c->out->args = s; break;
-    default: c->out->result = s;
-    }
-    return i;
-}
+static const key_name tl_types[] = {KN("\"tool-call\""), KN("\"tool-result\"")};   /* CC_TOOL_CALL, _RESULT */
+_Static_assert(CC_TOOL_CALL == 1 && CC_TOOL_RESULT == 2, "the kind is 1 + the index in tl_types");
+_Static_assert(KEYS(tl_keys) <= ENV_MAX_KEYS && KEYS(ss_keys) <= ENV_MAX_KEYS, "env_read.v by slot");
+static const env_spec tl_spec = {
+    tl_keys, TL_CALL_ID, KEYS(tl_keys), TL_TYPE, TL_PAYLOAD,
+    1u << TL_TYPE | 1u << TL_RUN_ID | 1u << TL_FROM | 1u << TL_CALL_ID | 1u << TL_NAME, tl_types, KEYS(tl_types),
+};
 
 cc_status cc_scan_tool(const char *buf, size_t len, cc_tool_t *out) {
-    const unsigned char *p = (const unsigned char *)buf;
-    unsigned seen = 0;
-    int big = 0;
+    env_read r;
+    const unsigned need = 1u << TL_RUN_ID | 1u << TL_CALL_ID | 1u << TL_NAME;
     memset(out, 0, sizeof(*out));
-    size_t i = ws_any(p, 0, len);
-    if (i >= len || p[i] != '{') return CC_NOT_HOT;
-    tl_ctx top = {out, &seen, &big, 0};
-    i = walk_object(p, i, len, tl_member, &top);
-    const unsigned need = 1u << TL_TYPE | 1u << TL_RUN_ID | 1u << TL_PAYLOAD | 1u << TL_CALL_ID | 1u << TL_NAME;
-    if (!i || ws_any(p, i, len) != len || (seen & need) != need ||
-        (out->kind == CC_TOOL_CALL && (seen & (1u << TL_RESULT))))
+    if (!env_read_frame(&tl_spec, buf, len, &r) || (r.seen & need) != need ||
+        (r.kind == CC_TOOL_CALL && (r.seen & (1u << TL_RESULT))))
         return CC_NOT_HOT;
-    return !big && cc_utf8_valid(buf, len) ? CC_OK : CC_NOT_HOT;
+    out->kind = r.kind;
+    out->run_id = r.v[TL_RUN_ID];
+    out->from_ = r.v[TL_FROM];
+    out->call_id = r.v[TL_CALL_ID];
+    out->name = r.v[TL_NAME];
+    out->args = r.v[TL_ARGS];
+    out->result = r.v[TL_RESULT];
+    return CC_OK;
 }
