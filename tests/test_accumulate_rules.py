@@ -1,16 +1,19 @@
 """Accumulation rules beyond the recorded scenarios: interleaved runs, id reuse, live tool
 arguments, nested sub-runs, buffers, errors.  Each runs through add() and feed() on both paths."""
 
+import itertools
 import json
 import pathlib
 import random
 import sys
 
 import msgspec
+
 import pytest
 
 from conftest import CORPUS
 from test_accumulate import CHUNK_FILES, _check
+from test_utf8 import EDGES, _python
 from util import corrupted, corrupted_logs, kept_head_frames
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "bench"))
@@ -234,6 +237,12 @@ def test_usage_keys_keep_mastras_order_whatever_step_brought_them(codec):
                                    "cachedInputTokens", "raw"]
     r = ways(codec, [fin({"inputTokens": 1, "outputTokens": 2, "totalTokens": 3})])
     assert list(r.usage.items()) == [("inputTokens", 1), ("outputTokens", 2), ("totalTokens", 3)]
+    # two detail counters in one step, in the other order, beside ones that are not numbers
+    r = ways(codec, [fin({"cacheCreationInputTokens1h": 5, "inputTokens": 1, "cachedInputTokens": 3,
+                          "reasoningTokens": None, "cacheCreationInputTokens5m": True, "outputTokens": 2}),
+                     fin({"inputTokens": 1, "outputTokens": 2, "reasoningTokens": 7, "cachedInputTokens": 1.5})])
+    assert list(r.usage.items()) == [("inputTokens", 2), ("outputTokens", 4), ("reasoningTokens", 7),
+                                     ("cachedInputTokens", 4.5), ("cacheCreationInputTokens1h", 5)]
 
 
 def test_long_texts_decode_whole(codec):
@@ -994,6 +1003,46 @@ def test_texts_at_the_edge_of_the_one_block_delta_read(both, framing):
     for h in heads:
         assert got[h[30:66].decode()] == b"".join(want[h]).decode()
     assert len(bad_frames) == sum(odd[k % len(odd)][1] is None for k in range(len(texts)))
+
+
+#: test_utf8's bytes at the edges of UTF-8's table, but for the control byte (a frame with it is
+#: invalid whatever its UTF-8)
+_UTF8_EDGES = bytes(b for b in EDGES if b >= 0x20)
+
+
+@pytest.mark.parametrize("framing", ["ndjson", "sse"])
+def test_utf8_in_texts_read_from_the_one_block_after_a_kept_head(both, framing):
+    """The one-block read of a delta after a kept head checks its text's bytes of 0x80 and over
+    where the block's mask says they start (fast_delta.h utf8_valid_masked), not by a call of
+    cc_utf8_valid: each sequence of up to four edge bytes (960 of them: cut sequences, bad
+    continuations, overlongs, surrogates, past U+10FFFF), inside a short text at the start, middle
+    and end of the text, with an escape beside it: a frame is taken exactly when Python's decoder
+    takes its text, and the text is the same on both paths."""
+    sep, pre = {"ndjson": (b"\n", b""), "sse": (b"\n\n", b"data: ")}[framing]
+    heads = [('{"type":"text-delta","runId":"%08d-aaaa-4bbb-8ccc-%012d","from":"AGENT","payload":'
+              '{"id":"txt-0","text":"' % (i, i)).encode() for i in range(4)]
+    seqs = [bytes(p) for n in (1, 2) for p in itertools.product(_UTF8_EDGES, repeat=n)]
+    seqs += [bytes([a, b, c]) for a in (0xE0, 0xE1, 0xED, 0xEF) for b in _UTF8_EDGES for c in (0x80, 0xBF, 0x41)]
+    seqs += [bytes([a, b, c, d]) for a in (0xF0, 0xF1, 0xF4) for b in (0x80, 0x8F, 0x90, 0xBF) for c in (0x80, 0x41)
+             for d in (0x80, 0xBF, 0x41)]
+    frames, want, bad = [], {h: [] for h in heads}, 0
+    for k, seq in enumerate(seqs):
+        h = heads[k % len(heads)]
+        frames.append(h + b"ok" + b'"}}')         # (keeps the head's route live between the others)
+        want[h].append(b"ok")
+        text = (seq + b"ab", b"x\\n" + seq + "é".encode(), b"abc" + seq, b"\\t" + seq + b"\\\\")[k % 4]
+        frames.append(h + text + b'"}}')
+        raw = text.replace(b"\\n", b"\n").replace(b"\\t", b"\t").replace(b"\\\\", b"\\")
+        if _python(raw):
+            want[h].append(raw)
+        else:
+            bad += 1
+    data = b"".join(pre + f + sep for f in frames)
+    runs, bad_frames = _whole_and_in_pieces(both, framing, data, 509)
+    got = {r["run_id"]: r["text"] for r in runs}
+    for h in heads:
+        assert got[h[30:66].decode()] == b"".join(want[h]).decode()
+    assert len(bad_frames) == bad > 600
 
 
 def test_the_route_table_starts_small_and_grows_while_parts_are_open(both):
