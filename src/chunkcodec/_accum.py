@@ -77,7 +77,9 @@ class _Memo:
     __slots__ = ("memo",)
 
     def __init__(self) -> None:
-        self.memo: Dict[tuple, str] = {}
+        # (buffer, start, end, text): a run's few ranges, looked through in order (a dict keyed
+        # by a tuple made and hashed on every call cost more than the walk)
+        self.memo: list = []
 
     def get(self, buf: Any, start: int = 0, end: int = -1) -> str:
         """A delta buffer's bytes [start:end] as text (its ``text()``: on the native path decoded
@@ -87,10 +89,11 @@ class _Memo:
             end = n
         if end <= start:
             return ""
-        key = (id(buf), start, end)
-        s = self.memo.get(key)
-        if s is None:
-            s = self.memo[key] = buf.text(start, end)
+        for e in self.memo:
+            if e[0] is buf and e[1] == start and e[2] == end:
+                return e[3]
+        s = buf.text(start, end)
+        self.memo.append((buf, start, end, s))
         return s
 
 
@@ -312,11 +315,12 @@ class _Run:
             else:
                 dead.add(k)
                 u.pop(k, None)
-        if not _DETAIL_SET.isdisjoint(usage):         # detail counters are rare: look only then
-            for k in _DETAIL:
-                v = usage.get(k)
-                if v is not None and _num(v):
-                    u[k] = u.get(k, 0) + v
+        # the detail counters, in any order (usage() puts them in Mastra's): a walk of the few
+        # keys there are, not a lookup of each of the five (nor a call of isdisjoint, which
+        # compiled is a generic method call, a quarter of this method's time)
+        for k, v in usage.items():
+            if k in _DETAIL_SET and v is not None and _num(v):
+                u[k] = u.get(k, 0) + v
         self.u_raw = usage.get("raw", UNSET)
 
     def finish_frame(self, step: bool, f: tuple) -> None:
@@ -479,7 +483,9 @@ class _Run:
             ids, rids = st.tool_call_ids, st.tool_result_ids
             steps.append(StepResult(
                 step_type="initial" if st.index == 0 else "tool-result",
-                text=dec.get(tbuf, st.t0, st.t1), reasoning_text=dec.get(rbuf, st.r0, st.r1),
+                text=dec.get(tbuf, st.t0, st.t1),
+                # (a step without reasoning, the usual one: no call)
+                reasoning_text=dec.get(rbuf, st.r0, st.r1) if st.r1 < 0 or st.r1 > st.r0 else "",
                 finish_reason=st.reason, usage=st.usage,
                 tool_calls=[calls[i] for i in ids if i in calls] if ids else [],
                 tool_results=[c for c in results if _call_id(c) in rids] if rids else [],

@@ -9,7 +9,8 @@
 cimport cython
 
 cdef class _Memo:
-    cdef public dict memo
+    cdef public list memo
+    @cython.locals(e=tuple)
     cpdef str get(self, buf, Py_ssize_t start=*, Py_ssize_t end=*)
 
 cdef class _Part:
