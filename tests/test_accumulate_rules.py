@@ -932,6 +932,35 @@ def test_the_class_kind_cache_of_add_refills_after_it_is_cleared(codec, monkeypa
     assert len(_accum._KINDS) <= 5
 
 
+def test_the_text_memo_walks_a_few_ranges_and_keys_the_rest(codec):
+    """result() decodes each range of a run's buffers once, through a _Memo: the first _MEMO_LIST
+    ranges in a list it walks, the rest in a dict, so that a run of thousands of parts is not
+    walked through for each (that was quadratic: 1.9 s for a run of 8,000 parts).  Every range,
+    asked again, gives the str it gave the first time; the list stays short."""
+    _accum = sys.modules[codec.Accumulator.__mro__[1].__module__]     # _accumc on the native path
+    buf, other = codec.Accumulator._Buf(), codec.Accumulator._Buf()
+    buf.append(b"0123456789abcdef" * 200)
+    other.append(b"x" * 100)
+    memo = _accum._Memo()
+    ranges = [(b, i, i + 7) for i in range(0, 3000, 3) for b in (buf, other) if i + 7 <= len(b.data)]
+    first = [memo.get(b, s, e) for b, s, e in ranges]
+    assert first == [bytes(b.data[s:e]).decode() for b, s, e in ranges]
+    assert len(memo.memo) == _accum._MEMO_LIST and len(memo.more) == len(ranges) - _accum._MEMO_LIST
+    assert all(memo.get(b, s, e) is t for (b, s, e), t in zip(ranges, first))
+    assert memo.get(buf, 5, 5) == "" and memo.get(other, 90) == "x" * 10 and memo.get(other, 0, 10 ** 6) == "x" * 100
+
+
+def test_a_run_of_many_parts_reads_out_every_part(codec):
+    """A run whose every delta has a part of its own (ids that change each time): its parts and
+    text through the memo's dict, the same on both paths."""
+    lines = []
+    for i in range(300):
+        lines += [text_delta(f"t{i}", f"{i},"), line("text-end", {"type": "text-end", "id": f"t{i}"})]
+    r = ways(codec, lines)
+    assert r.text == "".join(f"{i}," for i in range(300))
+    assert [p["text"] for p in r.parts] == [f"{i}," for i in range(300)]
+
+
 def _whole_and_in_pieces(both, framing, data, step):
     """data accumulated (errors kept) on both paths, fed whole and in pieces of step bytes: the
     four the same, and that one (runs as builtins, invalid frames as tuples)."""

@@ -70,16 +70,23 @@ def _utf8(buf: bytearray, start: int, end: int) -> str:
         return str(view[start:end], "utf-8", "surrogatepass")
 
 
+#: How many ranges _Memo looks through in order before it keeps the rest in a dict.
+_MEMO_LIST = 8
+
+
 class _Memo:
     """The decoder of one result(): each byte range of a buffer is decoded once (a run's text,
     its steps' texts and its parts' texts are mostly the same ranges)."""
 
-    __slots__ = ("memo",)
+    __slots__ = ("memo", "more")
 
     def __init__(self) -> None:
-        # (buffer, start, end, text): a run's few ranges, looked through in order (a dict keyed
-        # by a tuple made and hashed on every call cost more than the walk)
+        # (buffer, start, end, text) for the first _MEMO_LIST ranges, looked through in order (a
+        # dict keyed by a tuple made and hashed on every call costs more than that walk, for the
+        # handful of ranges a run has); the ranges after them in `more`, keyed by (id(buffer),
+        # start, end), so that a run of thousands of parts is not looked through for each
         self.memo: list = []
+        self.more: Optional[dict] = None
 
     def get(self, buf: Any, start: int = 0, end: int = -1) -> str:
         """A delta buffer's bytes [start:end] as text (its ``text()``: on the native path decoded
@@ -92,8 +99,18 @@ class _Memo:
         for e in self.memo:
             if e[0] is buf and e[1] == start and e[2] == end:
                 return e[3]
+        more = self.more
+        if more is not None:
+            s = more.get((id(buf), start, end))
+            if s is not None:
+                return s
         s = buf.text(start, end)
-        self.memo.append((buf, start, end, s))
+        if len(self.memo) < _MEMO_LIST:
+            self.memo.append((buf, start, end, s))
+        else:
+            if more is None:
+                more = self.more = {}
+            more[(id(buf), start, end)] = s    # (the buffers outlive the memo: ids stay theirs)
         return s
 
 

@@ -10,7 +10,8 @@ cimport cython
 
 cdef class _Memo:
     cdef public list memo
-    @cython.locals(e=tuple)
+    cdef public dict more
+    @cython.locals(e=tuple, more=dict)
     cpdef str get(self, buf, Py_ssize_t start=*, Py_ssize_t end=*)
 
 cdef class _Part:
