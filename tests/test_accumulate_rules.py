@@ -8,7 +8,6 @@ import random
 import sys
 
 import msgspec
-
 import pytest
 
 from conftest import CORPUS
