@@ -571,30 +571,45 @@ static const char fast_unescape[256] = {
     ['"'] = '"', ['\\'] = '\\', ['/'] = '/', ['b'] = '\b', ['f'] = '\f', ['n'] = '\n', ['r'] = '\r', ['t'] = '\t',
 };
 
+/* Decode one UTF-8 sequence at p (n bytes available).  Returns its length and sets *cp, or 0 when
+ * it is not well-formed (overlong, surrogate, > U+10FFFF, truncated).  (Here for the delta loop's
+ * check of a text from its block's mask; scan.c's readers use it too.) */
+CC_INLINE size_t utf8_one(const unsigned char *p, size_t n, uint32_t *cp) {
+    unsigned char c = p[0];
+    if (c < 0xC2) return 0;
+    if (c < 0xE0) {
+        if (n < 2 || (p[1] & 0xC0) != 0x80) return 0;
+        *cp = ((uint32_t)(c & 0x1F) << 6) | (p[1] & 0x3F);
+        return 2;
+    }
+    if (c < 0xF0) {
+        if (n < 3 || (p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80) return 0;
+        uint32_t v = ((uint32_t)(c & 0x0F) << 12) | ((uint32_t)(p[1] & 0x3F) << 6) | (p[2] & 0x3F);
+        if (v < 0x800 || (v >= 0xD800 && v <= 0xDFFF)) return 0;
+        *cp = v;
+        return 3;
+    }
+    if (c < 0xF5) {
+        if (n < 4 || (p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80 || (p[3] & 0xC0) != 0x80) return 0;
+        uint32_t v = ((uint32_t)(c & 0x07) << 18) | ((uint32_t)(p[1] & 0x3F) << 12) |
+                     ((uint32_t)(p[2] & 0x3F) << 6) | (p[3] & 0x3F);
+        if (v < 0x10000 || v > 0x10FFFF) return 0;
+        *cp = v;
+        return 4;
+    }
+    return 0;
+}
+
 /* q[0..n), n < 64, whose bytes of 0x80 and over are the bits of `high` (bit t: q[t]): 1 when it is
  * well-formed UTF-8, as cc_utf8_valid says.  A delta's text is a few words with a character or two
- * past ASCII: each is checked where the mask says it starts, with no call and no look at the ASCII
- * bytes (the call to cc_utf8_valid was about 90 instructions a delta). */
+ * past ASCII: each is decoded where the mask says it starts (utf8_one), with no call and no look at
+ * the ASCII bytes (the call to cc_utf8_valid was about 90 instructions a delta). */
 CC_INLINE int utf8_valid_masked(const unsigned char *q, size_t n, uint64_t high) {
+    uint32_t cp;
     while (high) {
-        size_t t = ctz64(high), l;
-        unsigned c = q[t];
-        uint32_t v;
-        if (c < 0xC2 || c > 0xF4) return 0;          /* a continuation byte first, C0, C1, F5-FF */
-        l = c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
-        if (t + l > n) return 0;
-        uint64_t seq = ((1ull << l) - 1) << t;       /* (t + l <= n < 64) */
-        if ((high & seq) != seq) return 0;           /* a byte under 0x80 where one must follow */
-        for (size_t k = 1; k < l; k++)
-            if ((q[t + k] & 0xC0) != 0x80) return 0;
-        if (l == 3) {
-            v = (uint32_t)(c & 0x0F) << 12 | (uint32_t)(q[t + 1] & 0x3F) << 6;
-            if (v < 0x800 || (v >= 0xD800 && v <= 0xDFFF)) return 0;   /* overlong, surrogate */
-        } else if (l == 4) {
-            v = (uint32_t)(c & 0x07) << 18 | (uint32_t)(q[t + 1] & 0x3F) << 12;
-            if (v < 0x10000 || v > 0x10FFFF) return 0;
-        }
-        high &= ~seq;
+        size_t t = ctz64(high), l = utf8_one(q + t, n - t, &cp);
+        if (!l) return 0;
+        high &= ~(((1ull << l) - 1) << t);          /* (t + l <= n < 64) */
     }
     return 1;
 }

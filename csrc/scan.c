@@ -81,34 +81,6 @@ static int hex4(const unsigned char *p) {
     return (a << 12) | (b << 8) | (c << 4) | d;
 }
 
-/* Decode one UTF-8 sequence at p (n bytes available).  Returns its length and sets *cp, or 0 when
- * it is not well-formed (overlong, surrogate, > U+10FFFF, truncated). */
-static size_t utf8_one(const unsigned char *p, size_t n, uint32_t *cp) {
-    unsigned char c = p[0];
-    if (c < 0xC2) return 0;
-    if (c < 0xE0) {
-        if (n < 2 || (p[1] & 0xC0) != 0x80) return 0;
-        *cp = ((uint32_t)(c & 0x1F) << 6) | (p[1] & 0x3F);
-        return 2;
-    }
-    if (c < 0xF0) {
-        if (n < 3 || (p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80) return 0;
-        uint32_t v = ((uint32_t)(c & 0x0F) << 12) | ((uint32_t)(p[1] & 0x3F) << 6) | (p[2] & 0x3F);
-        if (v < 0x800 || (v >= 0xD800 && v <= 0xDFFF)) return 0;
-        *cp = v;
-        return 3;
-    }
-    if (c < 0xF5) {
-        if (n < 4 || (p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80 || (p[3] & 0xC0) != 0x80) return 0;
-        uint32_t v = ((uint32_t)(c & 0x07) << 18) | ((uint32_t)(p[1] & 0x3F) << 12) |
-                     ((uint32_t)(p[2] & 0x3F) << 6) | (p[3] & 0x3F);
-        if (v < 0x10000 || v > 0x10FFFF) return 0;
-        *cp = v;
-        return 4;
-    }
-    return 0;
-}
-
 /* Parse one escape at p (just past the backslash; n bytes available).  Returns bytes consumed
  * after the backslash and sets *cp, or 0 when invalid or a lone surrogate. */
 static size_t escape_one(const unsigned char *p, size_t n, uint32_t *cp) {
