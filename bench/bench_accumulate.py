@@ -31,6 +31,15 @@ import gen  # noqa: E402
 from bench_codec import add_only_options, run_only, run_table, timeit_rounds  # noqa: E402
 
 
+# The baselines of the chunkcodec rows: each one timed with the garbage collector left alone and
+# paused; a row's ratio is to the faster of the two in that run (bench_codec.baseline_of).
+MS_ND = ("msgspec minimal union, decode_lines", "msgspec minimal union, collector paused")
+JSON_ND = ("json.loads loop", "json.loads loop, collector paused")
+MS_SSE = ("split on b'\\n\\n' + msgspec minimal union", "the same, collector paused")
+HTTPX_SSE = ("httpx-sse + json.loads", "httpx-sse + json.loads, collector paused")
+MS_LOOP = ("msgspec minimal union", "msgspec minimal union, collector paused")
+
+
 def _one_stream(pieces: list):
     """One Accumulator fed one stream, piece by piece (a whole body: one piece)."""
     acc = chunkcodec.Accumulator()
@@ -52,19 +61,17 @@ def cases(runs: int, deltas: int):
     assert B.chunkcodec_answer(chunkcodec.accumulate(pieces)) == truth
     mb, smb = len(nd) / 1e6, len(sse) / 1e6
     # chunkcodec.accumulate pauses the garbage collector while it works (chunkcodec/_gc.py); a
-    # pure-Python loop can too, so each target row divides by the baseline with the collector
-    # paused ("collector paused"; the faster of the two in every run so far, by 7-15 % for the
-    # msgspec loops); the plain rows show what pausing gives.
+    # pure-Python loop can too, so each baseline is timed both ways ("collector paused": usually
+    # the faster, by 7-15 % for the msgspec loops on the log, but not in every run for the SSE
+    # one) and each chunkcodec row divides by whichever was faster in this run (MS_ND etc.).
     ms_nd_paused, json_nd_paused = B.paused(B.msgspec_ndjson), B.paused(B.json_ndjson)
     rows = [
         ("NDJSON log", "msgspec minimal union, decode_lines", lambda: B.msgspec_ndjson(nd), None, mb),
         ("NDJSON log", "msgspec minimal union, collector paused", lambda: ms_nd_paused(nd), None, mb),
         ("NDJSON log", "json.loads loop", lambda: B.json_ndjson(nd), None, mb),
         ("NDJSON log", "json.loads loop, collector paused", lambda: json_nd_paused(nd), None, mb),
-        ("NDJSON log", "chunkcodec.accumulate vs msgspec", lambda: chunkcodec.accumulate(nd),
-         "msgspec minimal union, collector paused", mb),
-        ("NDJSON log", "chunkcodec.accumulate vs json.loads", lambda: chunkcodec.accumulate(nd),
-         "json.loads loop, collector paused", mb),
+        ("NDJSON log", "chunkcodec.accumulate vs msgspec", lambda: chunkcodec.accumulate(nd), MS_ND, mb),
+        ("NDJSON log", "chunkcodec.accumulate vs json.loads", lambda: chunkcodec.accumulate(nd), JSON_ND, mb),
     ]
     # The same log with only its delta frames: where the C path does all the work.
     dl = gen.framed([f for f in frames if b'-delta"' in f[:30]], "ndjson")
@@ -75,8 +82,8 @@ def cases(runs: int, deltas: int):
          len(dl) / 1e6),
         ("delta frames only (NDJSON)", "msgspec minimal union, collector paused", lambda: ms_nd_paused(dl), None,
          len(dl) / 1e6),
-        ("delta frames only (NDJSON)", "chunkcodec.accumulate", lambda: chunkcodec.accumulate(dl),
-         "msgspec minimal union, collector paused", len(dl) / 1e6),
+        ("delta frames only (NDJSON)", "chunkcodec.accumulate", lambda: chunkcodec.accumulate(dl), MS_ND,
+         len(dl) / 1e6),
     ]
     # Short runs: 300 of 12 deltas each, where the per-frame and per-run costs of the non-delta
     # chunks and the RunOutputs outweigh the deltas (chunkcodec is slower than msgspec here).
@@ -88,7 +95,7 @@ def cases(runs: int, deltas: int):
         ("300 short runs, 12 deltas each (NDJSON)", "msgspec minimal union, collector paused",
          lambda: ms_nd_paused(short), None, len(short) / 1e6),
         ("300 short runs, 12 deltas each (NDJSON)", "chunkcodec.accumulate", lambda: chunkcodec.accumulate(short),
-         "msgspec minimal union, collector paused", len(short) / 1e6),
+         MS_ND, len(short) / 1e6),
     ]
     # One stream at a time, as a service consuming agents sees them: each of 300 short runs is an
     # SSE body of its own, read by an Accumulator of its own (what a stream costs to set up counts).
@@ -130,11 +137,11 @@ def cases(runs: int, deltas: int):
         pass
     rows += [
         ("SSE body in 16 KiB pieces", "chunkcodec.accumulate vs best pure Python",
-         lambda: chunkcodec.accumulate(pieces), "the same, collector paused", smb),
+         lambda: chunkcodec.accumulate(pieces), MS_SSE, smb),
     ]
     if any(r[1] == "httpx-sse + json.loads" for r in rows):
         rows.append(("SSE body in 16 KiB pieces", "chunkcodec.accumulate vs httpx-sse",
-                     lambda: chunkcodec.accumulate(pieces), "httpx-sse + json.loads, collector paused", smb))
+                     lambda: chunkcodec.accumulate(pieces), HTTPX_SSE, smb))
     return rows, {"frames": len(frames), "runs": runs, "ndjson_mb": round(mb, 2),
                   "implementation": chunkcodec.IMPLEMENTATION}
 
@@ -169,8 +176,7 @@ def loop_cases(runs: int, deltas: int, calls: int, keep: int):
         mb = calls * len(base_arg) / 1e6
         rows += [(group, "msgspec minimal union", looped(base_fn, base_arg), None, mb),
                  (group, "msgspec minimal union, collector paused", looped(B.paused(base_fn), base_arg), None, mb),
-                 (group, "chunkcodec.accumulate", looped(chunkcodec.accumulate, arg),
-                  "msgspec minimal union, collector paused", mb)]
+                 (group, "chunkcodec.accumulate", looped(chunkcodec.accumulate, arg), MS_LOOP, mb)]
     return rows, {"runs": runs, "calls": calls, "keep": keep, "implementation": chunkcodec.IMPLEMENTATION}
 
 

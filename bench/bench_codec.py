@@ -187,6 +187,23 @@ def run_only(ap, rows, only, loops):
         fns[0]()
 
 
+def baseline_of(costs, grp, base):
+    """A row's baseline, measured earlier in the same run: (cost, name), or (None, None) when the
+    row has none.  base: a row's name, or a tuple of names (ways of running the same baseline, the
+    collector paused or not): the cheapest of them in this run, whichever it was."""
+    if not base:
+        return None, None
+    names = (base,) if isinstance(base, str) else base
+    return min((costs[(grp, b)], b) for b in names)
+
+
+def vs(ratio, base, used):
+    """The ratio column: against which baseline (the faster one of a tuple, and that it was)."""
+    if isinstance(base, str):
+        return f"{ratio:6.2f}x vs {used}"
+    return f"{ratio:6.2f}x vs the faster baseline ({used})"
+
+
 def run_table(rows, info, repeat, json_path=None, width=45):
     """Time the rows in interleaved rounds; print each with its ratio to its baseline row."""
     results, by_name = [], {}
@@ -194,13 +211,14 @@ def run_table(rows, info, repeat, json_path=None, width=45):
     timings = timeit_rounds([r[2] for r in rows], repeat)
     for (grp, name, fn, base, mb), (best, med) in zip(rows, timings):
         by_name[(grp, name)] = med
-        ratio = by_name[(grp, base)] / med if base else None
+        base_med, used = baseline_of(by_name, grp, base)
+        ratio = base_med / med if base else None
         results.append({"group": grp, "name": name, "best_s": best, "median_s": med, "MB_s": mb / med,
-                        "baseline": base, "x_vs_baseline": ratio})
+                        "baseline": used, "x_vs_baseline": ratio})
         if grp != group:
             print(f"\n{grp}")
             group = grp
-        extra = f"{ratio:6.2f}x vs {base}" if base else ""
+        extra = vs(ratio, base, used) if base else ""
         print(f"  {name:{width}s} {med * 1e3:9.2f} ms {mb / med:8.1f} MB/s  {extra}")
     if json_path:
         pathlib.Path(json_path).write_text(json.dumps({"info": info, "results": results}, indent=1))

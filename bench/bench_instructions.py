@@ -25,6 +25,8 @@ import sys
 HERE = pathlib.Path(__file__).parent
 sys.path.insert(0, str(HERE))
 
+from bench_codec import baseline_of, vs  # noqa: E402
+
 
 def instructions(script: str, case: str, loops: int, runs: int, deltas: int) -> int:
     cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
@@ -61,12 +63,13 @@ def main(argv=None):
         cost = (instructions(args.bench, case, args.loops, runs, args.deltas)
                 - instructions(args.bench, case, 0, runs, args.deltas)) / args.loops
         base_cost[(grp, name)] = cost
-        ratio = base_cost[(grp, base)] / cost if base else None
-        out.append({"group": grp, "name": name, "instructions": cost, "baseline": base, "x_vs_baseline": ratio})
+        base_c, used = baseline_of(base_cost, grp, base)
+        ratio = base_c / cost if base else None
+        out.append({"group": grp, "name": name, "instructions": cost, "baseline": used, "x_vs_baseline": ratio})
         if grp != group:
             print(f"\n{grp}")
             group = grp
-        extra = f"{ratio:6.2f}x vs {base}" if base else ""
+        extra = vs(ratio, base, used) if base else ""
         print(f"  {name:45s} {cost / 1e6:9.1f} M instr  {extra}", flush=True)
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps({"info": info, "results": out}, indent=1))
