@@ -1183,29 +1183,40 @@ static int ss_small_int(cc_span_t v) {
     return 1;
 }
 
-/* Whether "step-start" (quoted) is among the first 160 bytes of a frame: where its type is,
- * whatever the key order (Mastra writes runId and from first).  Asked of every frame that is not
- * a delta, so candidates are found 16 at a time (a quote, then `s`, and a quote 11 bytes on)
- * rather than by a call per quote. */
-static int looks_step_start(const char *buf, size_t len) {
-    static const char lit[] = "\"step-start\"";
+/* Whether the JSON string lit (l bytes, its quotes included) is among the first 160 bytes of a
+ * frame: where its type is, whatever the key order (Mastra writes runId and from first).  Asked of
+ * every frame that is not a delta, so candidates are found 16 at a time (a quote, then lit's first
+ * letter, and a quote l - 1 bytes on) rather than by a call per quote.  A hint only: the string
+ * may be another key's value (a text-delta whose text is "step-start"), so each reader still
+ * checks the type it reads. */
+static int looks_quoted(const char *buf, size_t len, const char *lit, size_t l) {
     size_t n = len < 160 ? len : 160, i = 0;
-    if (n < 12) return 0;
+    if (n < l) return 0;
 #if defined(__SSE2__)
-    const __m128i quote = _mm_set1_epi8('"'), s = _mm_set1_epi8('s');
-    for (; i + 12 + 16 <= n; i += 16) {          /* (the loads reach buf[i + 26]) */
+    const __m128i quote = _mm_set1_epi8('"'), c1 = _mm_set1_epi8(lit[1]);
+    for (; i + l + 16 <= n; i += 16) {          /* (the loads reach buf[i + l - 1 + 15]) */
         __m128i a = _mm_loadu_si128((const __m128i *)(buf + i));
         __m128i b = _mm_loadu_si128((const __m128i *)(buf + i + 1));
-        __m128i c = _mm_loadu_si128((const __m128i *)(buf + i + 11));
+        __m128i c = _mm_loadu_si128((const __m128i *)(buf + i + l - 1));
         unsigned m = (unsigned)_mm_movemask_epi8(
-            _mm_and_si128(_mm_and_si128(_mm_cmpeq_epi8(a, quote), _mm_cmpeq_epi8(b, s)), _mm_cmpeq_epi8(c, quote)));
+            _mm_and_si128(_mm_and_si128(_mm_cmpeq_epi8(a, quote), _mm_cmpeq_epi8(b, c1)), _mm_cmpeq_epi8(c, quote)));
         for (; m; m &= m - 1)
-            if (memcmp(buf + i + (size_t)__builtin_ctz(m), lit, 12) == 0) return 1;
+            if (memcmp(buf + i + (size_t)__builtin_ctz(m), lit, l) == 0) return 1;
     }
 #endif
-    for (; i + 12 <= n; i++)
-        if (buf[i] == '"' && buf[i + 11] == '"' && memcmp(buf + i, lit, 12) == 0) return 1;
+    for (; i + l <= n; i++)
+        if (buf[i] == '"' && buf[i + l - 1] == '"' && memcmp(buf + i, lit, l) == 0) return 1;
     return 0;
+}
+
+#define LOOKS(buf, len, lit) looks_quoted(buf, len, lit, sizeof(lit) - 1)
+
+static int looks_step_start(const char *buf, size_t len) { return LOOKS(buf, len, "\"step-start\""); }
+
+int cc_frame_hint(const char *buf, size_t len) {
+    if (looks_step_start(buf, len)) return CC_HINT_STEP_START;
+    if (LOOKS(buf, len, "\"tool-call\"") || LOOKS(buf, len, "\"tool-result\"")) return CC_HINT_TOOL;
+    return CC_HINT_NONE;
 }
 
 cc_status cc_scan_step_start(const char *buf, size_t len, cc_step_start_t *out) {

@@ -1751,6 +1751,55 @@ def test_step_start_reader_looks_for_its_type_in_the_first_160_bytes(both):
     assert impl.step_start_fields(b'{"type":"step-starT","payload":{}}') is None
 
 
+def test_frames_whose_first_bytes_hold_another_types_name_still_go_to_their_own_reader(both):
+    """The native side picks the reader to try first for a frame that is not a delta or a finish
+    frame by the quoted type among its first 160 bytes ("step-start", "tool-call",
+    "tool-result").  The same string as another value (a delta's text, a from, a tool's result)
+    must not send a frame to the typed decoder, nor change what it adds: the hot, step-start and
+    tool readers still take their own frames, and both paths agree."""
+    esc = "r\\u0031"          # runId "r1" written with an escape: such a delta leaves the C loop
+    frames = [
+        line("start", {"id": "agent", "messageId": "m"}, run="r1"),
+        b'{"runId":"r1","from":"tool-call","type":"step-start","payload":{"request":{},"warnings":[]}}',
+        line("text-start", {"id": "t"}, run="r1"),
+    ]
+    for word in ("tool-call", "step-start", "tool-result", "tool-call-delta"):
+        frames.append(('{"type":"text-delta","runId":"%s","from":"AGENT","payload":{"id":"t","text":"%s"}}'
+                       % (esc, word)).encode())
+        frames.append(('{"type":"text-delta","runId":"%s","from":"AGENT","payload":{"id":"t","text":" "}}'
+                       % esc).encode())
+    frames += [
+        line("text-end", {"type": "text-end", "id": "t"}, run="r1"),      # (Mastra's: read in C)
+        b'{"type":"tool-call","runId":"r1","from":"step-start","payload":{"toolCallId":"c1",'
+        b'"toolName":"step-start","args":{"a":"tool-result"}}}',
+        b'{"runId":"r1","from":"AGENT","type":"tool-result","payload":{"toolCallId":"c1","toolName":"w",'
+        b'"args":{},"result":"step-start"}}',
+        b'{"type":"step-finish","runId":"r1","from":"AGENT","payload":{"stepResult":{"reason":"stop"},'
+        b'"output":{"usage":{"inputTokens":1,"outputTokens":2,"totalTokens":3}},"metadata":{}}}',
+        b'{"type":"finish","runId":"r1","from":"AGENT","payload":{"stepResult":{"reason":"stop"},'
+        b'"output":{"usage":{"inputTokens":1,"outputTokens":2,"totalTokens":3}},"metadata":{}}}',
+    ]
+    data = b"".join(f + b"\n" for f in frames)
+    outs = []
+    for api in both:
+        acc = api.Accumulator("ndjson")
+        acc.feed(data)
+        if api is both[0]:
+            assert acc._decoder._typed_frames == 0
+        acc.close()
+        outs.append(msgspec.to_builtins(acc.result()))
+    assert outs[0] == outs[1]
+    out = outs[0]
+    assert out["text"] == "tool-call step-start tool-result tool-call-delta "
+    assert [c["payload"]["toolName"] for c in out["tool_calls"]] == ["step-start"]
+    assert [r["payload"]["result"] for r in out["tool_results"]] == ["step-start"]
+    assert out["tool_calls"][0]["from"] == "step-start"
+    # (the hook counts: a source chunk, which no reader of the native side's takes, is typed)
+    acc = both[0].Accumulator("ndjson")
+    acc.feed(line("source", {"id": "s", "sourceType": "url", "url": "https://x", "title": "tool-call"}) + b"\n")
+    assert acc._decoder._typed_frames == 1
+
+
 def test_the_native_decoder_takes_only_the_compiled_accumulator_as_its_sink():
     """The native decoder calls its accumulator's methods as C calls (it cimports the compiled
     AccumulatorBase): anything else is refused up front, never called blindly."""

@@ -126,6 +126,11 @@ cdef extern from "chunkcodec/scan.h":
         cc_span_t warnings
     cc_status cc_scan_step_start(const char *buf, size_t len, cc_step_start_t *out) nogil
     enum:
+        CC_HINT_NONE
+        CC_HINT_STEP_START
+        CC_HINT_TOOL
+    int cc_frame_hint(const char *buf, size_t len) nogil
+    enum:
         CC_TOOL_CALL
         CC_TOOL_RESULT
     ctypedef struct cc_tool_t:

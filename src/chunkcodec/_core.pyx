@@ -798,6 +798,7 @@ cdef class StreamDecoder:
     cdef object _custom        # another format's frame decoder (chunkcodec.ailoop), or None
     cdef readonly long long _loop_frames   # (a test hook) delta frames the C loop appended itself
     cdef readonly long long _open_frames   # (a test hook) finish frames _finish_open read
+    cdef readonly long long _typed_frames  # (a test hook) frames _sink_frame left to the typed decoder
     cdef readonly long long _open_tries    # (a test hook) and those it began to read
     cdef Py_ssize_t _last_term     # _process_sink: where its buffer's last frame terminator is, or -1
     cdef dict _memos           # runId -> _FinMemo of its last step-finish, until its finish
@@ -1153,20 +1154,28 @@ cdef class StreamDecoder:
         cdef tuple ss
         cdef const char* p = PyBytes_AS_STRING(owner) + start
         # (a step-finish/finish frame, the biggest of a log, is known by its first bytes: the hot
-        # and step-start scanners, which would walk into it before refusing it, are not tried)
+        # and step-start scanners, which would walk into it before refusing it, are not tried;
+        # nor is the hot one first for a frame whose first bytes hold "step-start", "tool-call" or
+        # "tool-result", which it would walk up to its payload before refusing.  Each reader
+        # takes only its own types, so the order they are tried in changes nothing else.)
         cdef bint finish = _finish_prefix(p, length)
-        if not finish and cc_scan_hot(p, length, &hot) == CC_OK:
+        cdef int hint = CC_HINT_NONE if finish else cc_frame_hint(p, length)
+        if not finish and hint == CC_HINT_NONE and cc_scan_hot(p, length, &hot) == CC_OK:
             self._sink_hot(&hot)
             return
         self._cur_run = None
         if not finish:
-            ss = _step_start_values(p, length)
-            if ss is not None:
-                self._sink._step_start(ss[0], ss[1], ss[2])
-                return
+            if hint != CC_HINT_TOOL:      # (else it has no "step-start" there, which that reader wants)
+                ss = _step_start_values(p, length)
+                if ss is not None:
+                    self._sink._step_start(ss[0], ss[1], ss[2])
+                    return
             ss = _tool_values(p, length)
             if ss is not None:
                 self._sink._tool_read(ss[0], ss[1], ss[2], ss[3], ss[4])
+                return
+            if hint != CC_HINT_NONE and cc_scan_hot(p, length, &hot) == CC_OK:
+                self._sink_hot(&hot)      # (a delta whose text, say, is "tool-call")
                 return
         span = _span(owner, start, length)
         if finish:
@@ -1174,6 +1183,7 @@ cdef class StreamDecoder:
             if fields is not None:
                 self._sink._finish_read(fields)
                 return
+        self._typed_frames += 1
         try:
             chunk = _decode_typed(span, idx, pos)
         except DecodeError as exc:

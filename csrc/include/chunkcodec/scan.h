@@ -150,6 +150,13 @@ typedef struct cc_step_start { cc_span_t type, run_id, from_, warnings; } cc_ste
 
 cc_status cc_scan_step_start(const char *buf, size_t len, cc_step_start_t *out);
 
+/* What a frame that is neither a delta nor a finish frame most likely is, from its first 160 bytes
+ * (the quoted type among them): which reader to try first.  A hint only (the same bytes may be
+ * another key's value): every reader checks the type it reads, so trying them in another order
+ * changes nothing but the time. */
+enum { CC_HINT_NONE = 0, CC_HINT_STEP_START = 1, CC_HINT_TOOL = 2 };
+int cc_frame_hint(const char *buf, size_t len);
+
 /* ---- tool-call and tool-result frames ------------------------------------------------------------
  * The spans of a tool-call or tool-result frame (kind CC_TOOL_CALL or CC_TOOL_RESULT): its runId,
  * from and payload toolCallId, toolName, args and (a result's) result, p NULL where absent; read
