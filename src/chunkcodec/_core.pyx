@@ -798,8 +798,8 @@ cdef class StreamDecoder:
     cdef object _custom        # another format's frame decoder (chunkcodec.ailoop), or None
     cdef readonly long long _loop_frames   # (a test hook) delta frames the C loop appended itself
     cdef readonly long long _open_frames   # (a test hook) finish frames _finish_open read
-    cdef readonly long long _typed_frames  # (a test hook) frames _sink_frame left to the typed decoder
     cdef readonly long long _open_tries    # (a test hook) and those it began to read
+    cdef readonly long long _typed_frames  # (a test hook) frames _sink_frame left to the typed decoder
     cdef Py_ssize_t _last_term     # _process_sink: where its buffer's last frame terminator is, or -1
     cdef dict _memos           # runId -> _FinMemo of its last step-finish, until its finish
     cdef readonly Py_ssize_t _memo_bytes   # (a test hook) what the memos are charged (_MEMO_BYTES)
