@@ -949,6 +949,24 @@ def test_the_text_memo_walks_a_few_ranges_and_keys_the_rest(codec):
     assert memo.get(buf, 5, 5) == "" and memo.get(other, 90) == "x" * 10 and memo.get(other, 0, 10 ** 6) == "x" * 100
 
 
+def test_a_delta_buffers_len_is_its_bytes_as_the_c_loop_and_appends_leave_them(codec):
+    """len(buf), which the accumulator asks for each part and step boundary (a slot, not a lookup
+    of .data), is len(buf.data): empty, after appends, and after the C delta loop wrote into the
+    run's text buffer in place (the native path)."""
+    buf = codec.Accumulator._Buf()
+    assert len(buf) == len(buf.data) == 0
+    buf.append(b"caf\xc3\xa9")
+    assert len(buf) == len(buf.data) == 5
+    acc = codec.Accumulator("ndjson")
+    acc.feed(b"".join(text_delta("t", w) + b"\n" for w in ("Hello", ", ", "w\u00f6rld")))
+    run = acc._runs[RUN]
+    assert len(run.text) == len(run.text.data) == len("Hello, wörld".encode())
+    if codec.name == "native":
+        assert acc._decoder._loop_frames >= 1       # (written by the C loop, not by append)
+    acc.close()
+    assert acc.result().text == "Hello, wörld"
+
+
 def test_a_run_of_many_parts_reads_out_every_part(codec):
     """A run whose every delta has a part of its own (ids that change each time): its parts and
     text through the memo's dict, the same on both paths."""

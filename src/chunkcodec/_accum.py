@@ -91,7 +91,7 @@ class _Memo:
     def get(self, buf: Any, start: int = 0, end: int = -1) -> str:
         """A delta buffer's bytes [start:end] as text (its ``text()``: on the native path decoded
         in C, on the reference path by ``_utf8``); end -1 or past the buffer: to its end."""
-        n = len(buf.data)
+        n = len(buf)
         if end < 0 or end > n:
             end = n
         if end <= start:
@@ -143,7 +143,7 @@ class _Part:
 
     def seal(self) -> None:
         if self.tail >= 0:
-            end = len(self.buf.data)
+            end = len(self.buf)
             if end > self.tail:
                 self.segs.append((self.tail, end))
             self.tail = -1
@@ -158,7 +158,7 @@ class _Part:
         if owner is not None:
             owner.seal()
         self.buf.owner = self
-        self.tail = len(self.buf.data)
+        self.tail = len(self.buf)
 
     def text(self, dec: _Memo) -> str:
         buf, segs = self.buf, self.segs
@@ -193,7 +193,7 @@ class _PendingCall:
 
     def __init__(self, ta: _ToolArgs) -> None:
         self.ta = ta
-        self.end = len(ta.buf.data)      # (argument deltas arriving later are not its own)
+        self.end = len(ta.buf)      # (argument deltas arriving later are not its own)
         self.name = ta.name
         self.start = ta.start
 
@@ -291,20 +291,20 @@ class _Run:
     # -- steps -------------------------------------------------------------------------------
     def step(self) -> _Step:
         if self.cur is None:
-            self.cur = _Step(len(self.steps), len(self.text.data), len(self.rbuf.data), None)
+            self.cur = _Step(len(self.steps), len(self.text), len(self.rbuf), None)
         return self.cur
 
     def step_start(self, warnings: Any) -> None:
         if self.cur is not None and self.cur.t1 < 0 and (
-                len(self.text.data) > self.cur.t0 or len(self.rbuf.data) > self.cur.r0
+                len(self.text) > self.cur.t0 or len(self.rbuf) > self.cur.r0
                 or self.cur.tool_call_ids or self.cur.sources or self.cur.files):
             return  # a step-start inside a step that already has content: keep the step
-        self.cur = _Step(len(self.steps), len(self.text.data), len(self.rbuf.data), warnings)
+        self.cur = _Step(len(self.steps), len(self.text), len(self.rbuf), warnings)
 
     def step_finish(self, reason: Any, warnings: Any, usage: Any, resp_id: Any, model_id: Any,
                     pm: Any) -> None:
         st = self.step()
-        st.t1, st.r1 = len(self.text.data), len(self.rbuf.data)
+        st.t1, st.r1 = len(self.text), len(self.rbuf)
         st.reason = reason if isinstance(reason, str) else None
         if isinstance(warnings, list):
             st.warnings = warnings

@@ -733,6 +733,10 @@ cdef class DeltaBuf:
     def view(self):
         return memoryview(self.data).toreadonly()
 
+    def __len__(self):
+        """Its bytes so far (a slot: no attribute lookup, as len(buf.data) would take)."""
+        return PyByteArray_GET_SIZE(self.data)
+
     def text(self, Py_ssize_t start=0, Py_ssize_t end=-1):
         """The bytes [start:end] as text; end -1 or past the end: to the end."""
         cdef Py_ssize_t n = PyByteArray_GET_SIZE(self.data)

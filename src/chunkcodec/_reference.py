@@ -545,6 +545,10 @@ class DeltaBuf:
     def view(self) -> memoryview:
         return memoryview(self.data).toreadonly()
 
+    def __len__(self) -> int:
+        """Its bytes so far."""
+        return len(self.data)
+
     def text(self, start: int = 0, end: int = -1) -> str:
         """The bytes [start:end] as text; end -1 or past the end: to the end."""
         n = len(self.data)
