@@ -1169,7 +1169,7 @@ cdef class StreamDecoder:
             return
         self._cur_run = None
         if not finish:
-            if hint != CC_HINT_TOOL:      # (else it has no "step-start" there, which that reader wants)
+            if hint == CC_HINT_STEP_START:   # (that reader wants the same "step-start" there)
                 ss = _step_start_values(p, length)
                 if ss is not None:
                     self._sink._step_start(ss[0], ss[1], ss[2])
