@@ -28,7 +28,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).parent))
 import baselines as B  # noqa: E402
 import chunkcodec  # noqa: E402
 import gen  # noqa: E402
-from bench_codec import add_only_options, run_only, run_table, timeit_rounds  # noqa: E402
+from bench_codec import add_only_options, implementation, run_only, run_table, timeit_rounds  # noqa: E402
 
 
 # The baselines of the chunkcodec rows: each one timed with the garbage collector left alone and
@@ -143,7 +143,7 @@ def cases(runs: int, deltas: int):
         rows.append(("SSE body in 16 KiB pieces", "chunkcodec.accumulate vs httpx-sse",
                      lambda: chunkcodec.accumulate(pieces), HTTPX_SSE, smb))
     return rows, {"frames": len(frames), "runs": runs, "ndjson_mb": round(mb, 2),
-                  "implementation": chunkcodec.IMPLEMENTATION}
+                  "implementation": implementation()}
 
 
 def loop_cases(runs: int, deltas: int, calls: int, keep: int):
@@ -177,7 +177,7 @@ def loop_cases(runs: int, deltas: int, calls: int, keep: int):
         rows += [(group, "msgspec minimal union", looped(base_fn, base_arg), None, mb),
                  (group, "msgspec minimal union, collector paused", looped(B.paused(base_fn), base_arg), None, mb),
                  (group, "chunkcodec.accumulate", looped(chunkcodec.accumulate, arg), MS_LOOP, mb)]
-    return rows, {"runs": runs, "calls": calls, "keep": keep, "implementation": chunkcodec.IMPLEMENTATION}
+    return rows, {"runs": runs, "calls": calls, "keep": keep, "implementation": implementation()}
 
 
 def breakdown(runs: int, deltas: int, repeat: int) -> dict:
@@ -285,7 +285,7 @@ def main(argv=None):
             print(f"  {k:50s} {v:6}{'' if 'GB/s' in k else ' %'}")
         return
     if args.kinds:
-        print(f"data: {args.runs} interleaved runs of {args.deltas} deltas; chunkcodec path: {chunkcodec.IMPLEMENTATION}")
+        print(f"data: {args.runs} interleaved runs of {args.deltas} deltas; chunkcodec path: {implementation()}")
         print(f"  {'frame type':34s} {'frames':>7s} {'ns a frame':>11s} {'% of the whole':>15s}")
         for k, n, ns, share in kinds(args.runs, args.deltas, args.repeat):
             print(f"  {k:34s} {n:7d} {ns:11.0f} {share:15.1f}")

@@ -26,6 +26,18 @@ import gen  # noqa: E402
 from chunkcodec._model import AnyChunk  # noqa: E402
 
 
+def implementation() -> str:
+    """Which chunkcodec path runs, and for the native one how it was built: "native,
+    profile-guided (GNU 12.2.0)", "native (GNU 12.2.0)", "reference"."""
+    if chunkcodec.IMPLEMENTATION != "native":
+        return chunkcodec.IMPLEMENTATION
+    try:
+        from chunkcodec import _build
+    except ImportError:          # (a copy not installed by CMakeLists.txt)
+        return "native"
+    return f"native{', profile-guided' if _build.PGO else ''} ({_build.COMPILER})"
+
+
 def timeit_rounds(fns, repeat):
     """Time every function once per round, rounds interleaved, so that a slow spell of the shared
     machine hits baseline and candidate alike.  Returns (best, median) per function."""
@@ -150,7 +162,7 @@ def cases(runs, deltas):
         ("encode chunks built in Python to SSE", "chunkcodec Encoder.encode", lambda: cc_sse(fresh), "msgspec encode + framing", len(sse) / 1e6),
     ]
     info = {"frames": len(frames), "ndjson_mb": round(mb, 2), "delta_frames": len(deltas_only),
-            "delta_byte_share": round(len(ndd) / len(nd), 3), "implementation": chunkcodec.IMPLEMENTATION}
+            "delta_byte_share": round(len(ndd) / len(nd), 3), "implementation": implementation()}
     return rows, info
 
 

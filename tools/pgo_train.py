@@ -46,8 +46,9 @@ def _stage(source: pathlib.Path, modules: pathlib.Path, stage: pathlib.Path) -> 
 
 
 def _check(data: pathlib.Path) -> list:
-    names = sorted(str(f.relative_to(data)) for f in data.rglob("*.gcda"))
-    missing = [r for r in _REQUIRED if not any(n.endswith("/" + r) for n in names)]
+    found = sorted(data.rglob("*.gcda"))
+    names = [str(f.relative_to(data)) for f in found]
+    missing = [r for r in _REQUIRED if not any(f.name == r for f in found)]
     if missing:
         raise SystemExit(f"pgo_train: no counts for {missing} in {data} (found {names})")
     return names
