@@ -12,7 +12,8 @@ emptied first), each under the name CMakeLists.txt gives its source in both buil
 The workload is what the library is for, in about the proportions its users run it: logs of many
 interleaved runs (bench/gen.py, Mastra-shaped) accumulated as NDJSON, as SSE in pieces and as RS;
 short runs; one Accumulator per stream, fed whole and an event at a time, with partial_args and
-result() along the way; typed decoding and re-encoding; the streams recorded from real Mastra
+result() along the way; typed decoding and re-encoding; the bulk indexer (chunkcodec.bulk: scan on
+one thread and two, stats, reconstruct, grep); the streams recorded from real Mastra
 (tests/vectors/corpus) and the bundled sample log.  It fails (and so the build does) if the
 native modules do not load or a count file is missing, rather than build without a profile.
 """
@@ -30,7 +31,8 @@ import sys
 #: The counts that must be there after the run, by the names CMakeLists.txt gives the sources
 #: (others may be missing: -fprofile-partial-training compiles what the workload never ran as
 #: without a profile).
-_REQUIRED = ("csrc-accum.c.gcda", "csrc-scan.c.gcda", "csrc-frame.c.gcda", "_core.c.gcda", "_accumc.c.gcda")
+_REQUIRED = ("csrc-accum.c.gcda", "csrc-scan.c.gcda", "csrc-frame.c.gcda", "csrc-bulk.c.gcda", "_core.c.gcda",
+             "_accumc.c.gcda", "_bulk.c.gcda")
 
 
 def _stage(source: pathlib.Path, modules: pathlib.Path, stage: pathlib.Path) -> None:
@@ -57,10 +59,11 @@ def _check(data: pathlib.Path) -> list:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--source", required=True, type=pathlib.Path)
-    ap.add_argument("--modules", required=True, type=pathlib.Path)
-    ap.add_argument("--stage", required=True, type=pathlib.Path)
-    ap.add_argument("--data", required=True, type=pathlib.Path)
     ap.add_argument("--workload", action="store_true", help=argparse.SUPPRESS)
+    workload_only = "--workload" in sys.argv[1:]
+    ap.add_argument("--modules", required=not workload_only, type=pathlib.Path)
+    ap.add_argument("--stage", required=not workload_only, type=pathlib.Path)
+    ap.add_argument("--data", required=not workload_only, type=pathlib.Path)
     args = ap.parse_args()
     if args.workload:
         workload(args.source)
@@ -72,8 +75,7 @@ def main() -> None:
     # (first on the path; what was there stays: pip's isolated build environment is found that way)
     env["PYTHONPATH"] = os.pathsep.join([str(args.stage)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     env["PYTHONHASHSEED"] = "0"
-    subprocess.run([sys.executable, __file__, "--workload", "--source", str(args.source), "--modules",
-                    str(args.modules), "--stage", str(args.stage), "--data", str(args.data)],
+    subprocess.run([sys.executable, __file__, "--workload", "--source", str(args.source)],
                    env=env, cwd=str(args.stage), check=True)
     names = _check(args.data)
     (args.data / "trained.stamp").write_text("\n".join(names) + "\n")
@@ -94,10 +96,13 @@ def _pieces(data: bytes, size: int) -> list:
 def workload(source: pathlib.Path) -> None:
     import chunkcodec
     import chunkcodec._accumc
+    import chunkcodec._bulk
+    from chunkcodec import bulk
 
     here = os.getcwd()
     if chunkcodec.IMPLEMENTATION != "native" or not all(
-            m.__file__.startswith(here) for m in (chunkcodec, chunkcodec._core, chunkcodec._accumc)):
+            m.__file__.startswith(here) for m in (chunkcodec, chunkcodec._core, chunkcodec._accumc,
+                                                  chunkcodec._bulk)):
         raise SystemExit(f"pgo_train: the staged native build did not load ({chunkcodec.__file__}, "
                          f"{chunkcodec.IMPLEMENTATION})")
     gen = _gen(source)
@@ -147,6 +152,18 @@ def workload(source: pathlib.Path) -> None:
             for r in chunkcodec.accumulate(data):
                 r.to_mastra()
             list(chunkcodec.iter_chunks(data))
+    # the bulk indexer: one thread, and two on a log long enough to be cut in two (bulk.MIN_PART_BYTES)
+    big = nd * (2 * bulk.MIN_PART_BYTES // len(nd) + 1)
+    for _ in range(3):
+        for data in (nd, sse, rs):
+            idx = bulk.scan(data, workers=1)
+            idx.type_counts()
+        bulk.scan(big, workers=2)
+    for data in (nd, sse):
+        bulk.stats(data)
+        for r in bulk.reconstruct(data):
+            r.to_mastra()
+        list(bulk.grep(data, pattern="weather", types=["tool-*"]))
     sample = source / "samples" / "agent_runs.ndjson"
     if sample.exists():
         for _ in range(5):
