@@ -1529,6 +1529,48 @@ def test_finish_frame_cut_by_a_piece_end_is_read_once(both):
             assert dec._open_frames >= n_fin - len(pieces), (framing, size)
 
 
+def test_frames_the_delta_loop_never_takes_do_not_enter_it(both):
+    """A frame that starts as a step-finish/finish, tool-call or tool-result frame (type first,
+    as Mastra writes them) where the decoder's loop (re)starts -- a piece's first frame, the frame after a finish frame or
+    an event -- goes to its own reader first: the C delta loop, which would stop at it at once, is
+    not entered for it.  Same runs as the reference path; each finish frame still begun once; the
+    same frames with the type not first go through the loop as before."""
+    native, ref = both
+    mixed = gen.interleaved(4, 30)
+    frames = [f for f in mixed if f.startswith((b'{"type":"step-finish"', b'{"type":"finish"'))]
+    others = [f for f in mixed if f.startswith((b'{"type":"tool-call"', b'{"type":"tool-result"'))]
+    assert len(others) == 4 * 2
+    for framing in ("ndjson", "rs", "sse"):
+        data = _finish_open_log(framing, frames)
+        got, dec = _runs_out(native, data, framing)
+        assert got == _runs_out(ref, data, framing)[0], framing
+        assert dec._open_frames == len(frames) and dec._open_tries == len(frames), framing
+        assert dec._loop_calls == 0, (framing, dec._loop_calls)
+        data = _finish_open_log(framing, others)
+        got, dec = _runs_out(native, data, framing)
+        assert got == _runs_out(ref, data, framing)[0], framing
+        assert dec._loop_calls == 0, (framing, dec._loop_calls)
+        moved = [json.dumps({**{k: v for k, v in json.loads(f).items() if k != "type"},
+                             "type": json.loads(f)["type"]}).encode() for f in others]
+        data = _finish_open_log(framing, moved)
+        got2, dec = _runs_out(native, data, framing)
+        assert got2 == got == _runs_out(ref, data, framing)[0], framing
+        assert dec._loop_calls == len(moved), framing
+        # among the other frames of a log
+        data = _finish_open_log(framing, mixed)
+        got, dec = _runs_out(native, data, framing)
+        assert got == _runs_out(ref, data, framing)[0], framing
+        assert dec._open_tries == dec._open_frames == len(frames), framing
+    # a frame that starts like one but is not (cut short, or bad JSON): read once, then the general
+    # way, as on the reference path
+    bad = [frames[0][:-1], frames[1].replace(b'"usage":', b'"usage" ', 1), frames[2]]
+    for framing in ("ndjson", "sse"):
+        data = _finish_open_log(framing, bad)
+        got, dec = _runs_out(native, data, framing)
+        assert got == _runs_out(ref, data, framing)[0], framing
+        assert dec._open_tries <= len(bad), framing
+
+
 def test_finish_frame_at_max_frame_bytes_read_before_its_end(both):
     """max_frame_bytes holds for a finish frame read by _finish_open as by the split: a frame of
     exactly the limit is read, one byte more is FrameTooLarge (or, kept, an invalid frame)."""

@@ -5,6 +5,7 @@ import io
 import json
 import pathlib
 
+import msgspec
 import pytest
 
 import chunkcodec
@@ -28,6 +29,30 @@ def test_sources(codec, tmp_path):
     assert _types(codec.iter_chunks(BODY[i:i + 5] for i in range(0, len(BODY), 5))) == want
     assert _types(codec.iter_chunks(BODY.decode())) == want
     assert list(codec.iter_dicts(io.BytesIO(BODY), "sse")) == EXPECTED
+
+
+def test_accumulate_takes_every_kind_of_source_alike(codec, tmp_path):
+    """accumulate() of the same stream: bytes, str, a path, a file object, an iterator of pieces,
+    a list or a tuple of pieces (fed by a compiled loop on the native path), typed chunks in a
+    list or from an iterator, and a list that starts with typed chunks and goes on with bytes."""
+    path = tmp_path / "s.sse"
+    path.write_bytes(BODY)
+    want = [msgspec.to_builtins(r) for r in codec.accumulate(BODY)]
+    assert want and want[0]["tool_calls"]
+    pieces = [BODY[i:i + 7] for i in range(0, len(BODY), 7)]
+    chunks = list(codec.iter_chunks(BODY))
+    events = BODY.split(b"\n\n")
+    half = len(events) // 2
+    assert len(list(codec.iter_chunks(b"\n\n".join(events[:half]) + b"\n\n"))) == half
+    for source in (BODY.decode(), path, io.BytesIO(BODY), iter(pieces), pieces, tuple(pieces),
+                   bytearray(BODY), memoryview(BODY), chunks, iter(chunks),
+                   chunks[:half] + [b"\n\n".join(events[half:])]):
+        got = [msgspec.to_builtins(r) for r in codec.accumulate(source)]
+        assert got == want, type(source)
+    with pytest.raises(TypeError):
+        codec.accumulate([BODY[:10], 42])
+    with pytest.raises(TypeError):
+        codec.accumulate(iter([BODY[:10], 42]))
 
 
 def test_async_source(codec):

@@ -818,6 +818,17 @@ class AccumulatorBase:
         if items:
             self._take(items)
 
+    def _feed_all(self, pieces: Any) -> None:
+        """add() each typed chunk and feed() each other item of a list or tuple: accumulate()'s
+        loop, compiled on the native path (as a Python loop, a 2.6 MB SSE body in 16 KiB pieces
+        spent about 2 % of its time in it)."""
+        base = _c.BaseChunk
+        for piece in pieces:
+            if isinstance(piece, base):
+                self.add(piece)
+            else:
+                self.feed(piece)
+
     def close(self) -> None:
         """End of input: a stream cut mid-frame raises TruncatedError (strict)."""
         if self._closed:

@@ -154,14 +154,17 @@ class Api:
         # big piece and the end, so that a caller's iterator or file object runs as usual.
         whole = isinstance(source, (bytes, bytearray, memoryview, str, list, tuple, os.PathLike))
         with PAUSED if whole else contextlib.nullcontext():
-            for piece in _pieces(source):
-                if isinstance(piece, BaseChunk):
-                    acc.add(piece)
-                elif whole or len(piece) < PAUSE_BYTES:
-                    acc.feed(piece)
-                else:
-                    with PAUSED:
+            if isinstance(source, (list, tuple)):
+                acc._feed_all(source)       # (the loop below, compiled on the native path)
+            else:
+                for piece in _pieces(source):
+                    if isinstance(piece, BaseChunk):
+                        acc.add(piece)
+                    elif whole or len(piece) < PAUSE_BYTES:
                         acc.feed(piece)
+                    else:
+                        with PAUSED:
+                            acc.feed(piece)
             with PAUSED:
                 acc.close()
                 return list(acc.pop_results())

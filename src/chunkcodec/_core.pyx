@@ -284,6 +284,32 @@ cdef inline bint _finish_prefix(const char* p, Py_ssize_t n):
         if n >= PyBytes_GET_SIZE(prefix) and memcmp(p, PyBytes_AS_STRING(prefix), PyBytes_GET_SIZE(prefix)) == 0:
             return True
     return False
+
+
+DEF _START_ANY = 0       # (what _start_kind tells)
+DEF _START_FINISH = 1
+DEF _START_OTHER = 2
+
+cdef inline int _start_kind(const char* p, Py_ssize_t n, int fr) noexcept:
+    """How the frame at p starts (after `data: ` in SSE), from its first bytes, which Mastra writes
+    type first: _START_FINISH as _finish_prefix says, _START_OTHER as a tool-call or tool-result
+    frame (types the C delta loop never takes: it would stop at them at once), _START_ANY
+    otherwise (a delta, an event the loop reads, anything else; and a step-start frame, which
+    Mastra writes runId first, like a delta the loop takes in that key order)."""
+    if fr == CC_FRAMING_SSE:
+        if n <= 6 or p[0] != b'd' or memcmp(p, b"data: ", 6) != 0:
+            return _START_ANY
+        p += 6
+        n -= 6
+    if n <= 21 or memcmp(p, b'{"type":"', 9) != 0:
+        return _START_ANY
+    if (p[9] == b's' or p[9] == b'f') and _finish_prefix(p, n):
+        return _START_FINISH
+    if memcmp(p + 9, b'tool-call"', 10) == 0 or memcmp(p + 9, b'tool-result"', 12) == 0:
+        return _START_OTHER
+    return _START_ANY
+
+
 cdef object _decode_any = msgspec.json.Decoder().decode
 cdef tuple _SPAN_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError)
 
@@ -802,6 +828,7 @@ cdef class StreamDecoder:
     cdef object _custom        # another format's frame decoder (chunkcodec.ailoop), or None
     cdef readonly long long _loop_frames   # (a test hook) delta frames the C loop appended itself
     cdef readonly long long _open_frames   # (a test hook) finish frames _finish_open read
+    cdef readonly long long _loop_calls    # (a test hook) entries into the C delta loop
     cdef readonly long long _open_tries    # (a test hook) and those it began to read
     cdef readonly long long _typed_frames  # (a test hook) frames _sink_frame left to the typed decoder
     cdef Py_ssize_t _last_term     # _process_sink: where its buffer's last frame terminator is, or -1
@@ -1209,7 +1236,8 @@ cdef class StreamDecoder:
         cdef Py_ssize_t n = PyBytes_GET_SIZE(b) - off
         cdef int fr = self._framing
         cdef tuple e
-        cdef Py_ssize_t k
+        cdef Py_ssize_t k, tried = -1
+        cdef int kind
         # the last terminator byte of what is here: a step-finish/finish frame that starts after
         # it ends in a piece to come, and _finish_open leaves it (else it would be read up to the
         # end of this piece in vain, and again whole once the next has come)
@@ -1220,34 +1248,46 @@ cdef class StreamDecoder:
             # on the way (each moves the routes and forgets the kept heads)
             self._grow_routes(CC_ROUTE_BITS_MAX)
         while total < n:
-            c = cc_accum_deltas(fr, p + total, n - total, <size_t>self._max, self._routes, &st)
-            if st.frames:
-                self._index += st.frames
-                self._loop_frames += st.frames
-                total += c
-                e = <tuple>self._rkeep[st.last]
-                if e[1] is not self._cur_run:
-                    self._sink._current = e[1]
-                    self._cur_run = e[1]
-            if st.full >= 0:
-                (<DeltaBuf>(<tuple>self._rkeep[st.full])[0]).reserve(st.need)
-                continue
-            if st.event == CC_ACC_PM_DELTA or st.event == CC_ACC_NEW_ROUTE:
-                self._sink_delta(&st, b, off + total, base + total, out)
-                self._index += 1
-                total += <Py_ssize_t>st.event_bytes
-                continue
-            if st.event:
-                self._sink_event(&st)
-                self._index += 1
-                total += <Py_ssize_t>st.event_bytes
-                continue
-            if total >= n:
-                break
-            c = self._finish_open(b, off + total, n - total)
-            if c:
-                total += c
-                continue
+            # A frame the delta loop would stop at at once is not given to it: an entry into the
+            # loop costs more than its instructions say, its code being out of the cache by then.
+            kind = _start_kind(p + total, n - total, fr)
+            if kind == _START_FINISH:
+                tried = total
+                c = self._finish_open(b, off + total, n - total)
+                if c:
+                    total += c
+                    continue
+            if kind == _START_ANY:
+                c = cc_accum_deltas(fr, p + total, n - total, <size_t>self._max, self._routes, &st)
+                self._loop_calls += 1
+                if st.frames:
+                    self._index += st.frames
+                    self._loop_frames += st.frames
+                    total += c
+                    e = <tuple>self._rkeep[st.last]
+                    if e[1] is not self._cur_run:
+                        self._sink._current = e[1]
+                        self._cur_run = e[1]
+                if st.full >= 0:
+                    (<DeltaBuf>(<tuple>self._rkeep[st.full])[0]).reserve(st.need)
+                    continue
+                if st.event == CC_ACC_PM_DELTA or st.event == CC_ACC_NEW_ROUTE:
+                    self._sink_delta(&st, b, off + total, base + total, out)
+                    self._index += 1
+                    total += <Py_ssize_t>st.event_bytes
+                    continue
+                if st.event:
+                    self._sink_event(&st)
+                    self._index += 1
+                    total += <Py_ssize_t>st.event_bytes
+                    continue
+                if total >= n:
+                    break
+            if total != tried and kind != _START_OTHER:
+                c = self._finish_open(b, off + total, n - total)
+                if c:
+                    total += c
+                    continue
             c = cc_frame_split(fr, p + total, n - total, final, &frame, 1, &nf)
             if nf:
                 self._emit(b, off + total, &frame, base + total, out)
