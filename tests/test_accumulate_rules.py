@@ -1530,16 +1530,17 @@ def test_finish_frame_cut_by_a_piece_end_is_read_once(both):
 
 
 def test_frames_the_delta_loop_never_takes_do_not_enter_it(both):
-    """A frame that starts as a step-finish/finish, tool-call or tool-result frame (type first,
-    as Mastra writes them) where the decoder's loop (re)starts -- a piece's first frame, the frame after a finish frame or
+    """A frame that starts as Mastra writes a step-finish/finish, tool-call or tool-result frame
+    (type first) or a step-start frame (runId, from, type) where the decoder's loop (re)starts -- a piece's first frame, the frame after a finish frame or
     an event -- goes to its own reader first: the C delta loop, which would stop at it at once, is
     not entered for it.  Same runs as the reference path; each finish frame still begun once; the
     same frames with the type not first go through the loop as before."""
     native, ref = both
     mixed = gen.interleaved(4, 30)
     frames = [f for f in mixed if f.startswith((b'{"type":"step-finish"', b'{"type":"finish"'))]
-    others = [f for f in mixed if f.startswith((b'{"type":"tool-call"', b'{"type":"tool-result"'))]
-    assert len(others) == 4 * 2
+    others = [f for f in mixed if f.startswith((b'{"type":"tool-call"', b'{"type":"tool-result"'))
+              or (f.startswith(b'{"runId":"') and b'","from":"AGENT","type":"step-start"' in f[:120])]
+    assert len(others) == 4 * 4
     for framing in ("ndjson", "rs", "sse"):
         data = _finish_open_log(framing, frames)
         got, dec = _runs_out(native, data, framing)

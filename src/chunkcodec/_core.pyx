@@ -286,21 +286,45 @@ cdef inline bint _finish_prefix(const char* p, Py_ssize_t n):
     return False
 
 
+cdef inline const char* _plain_str_end(const char* p, const char* end) noexcept:
+    """The closing quote of a string that starts at p and has no escape, within 64 bytes; else NULL."""
+    cdef const char* q = p
+    if end - p > 64:
+        end = p + 64
+    while q < end:
+        if q[0] == b'"':
+            return q
+        if q[0] == b'\\':
+            return NULL
+        q += 1
+    return NULL
+
+
 DEF _START_ANY = 0       # (what _start_kind tells)
 DEF _START_FINISH = 1
 DEF _START_OTHER = 2
 
 cdef inline int _start_kind(const char* p, Py_ssize_t n, int fr) noexcept:
-    """How the frame at p starts (after `data: ` in SSE), from its first bytes, which Mastra writes
-    type first: _START_FINISH as _finish_prefix says, _START_OTHER as a tool-call or tool-result
-    frame (types the C delta loop never takes: it would stop at them at once), _START_ANY
-    otherwise (a delta, an event the loop reads, anything else; and a step-start frame, which
-    Mastra writes runId first, like a delta the loop takes in that key order)."""
+    """How the frame at p starts (after `data: ` in SSE), from its first bytes as Mastra writes
+    them: _START_FINISH as _finish_prefix says; _START_OTHER as a tool-call or tool-result frame
+    (type first) or a step-start frame (runId, from, then type), types the C delta loop never takes
+    (it would stop at them at once); _START_ANY otherwise (a delta, an event the loop reads,
+    anything else).  (Only a matter of speed: what the loop would take or refuse, the general path
+    decides alike.)"""
+    cdef const char* q
     if fr == CC_FRAMING_SSE:
         if n <= 6 or p[0] != b'd' or memcmp(p, b"data: ", 6) != 0:
             return _START_ANY
         p += 6
         n -= 6
+    if n > 40 and memcmp(p, b'{"runId":"', 10) == 0:
+        q = _plain_str_end(p + 10, p + n)                       # the runId's closing quote
+        if q == NULL or p + n - q <= 10 or memcmp(q, b'","from":"', 10) != 0:
+            return _START_ANY
+        q = _plain_str_end(q + 10, p + n)                       # from's
+        if q != NULL and p + n - q > 21 and memcmp(q, b'","type":"step-start"', 21) == 0:
+            return _START_OTHER
+        return _START_ANY
     if n <= 21 or memcmp(p, b'{"type":"', 9) != 0:
         return _START_ANY
     if (p[9] == b's' or p[9] == b'f') and _finish_prefix(p, n):
