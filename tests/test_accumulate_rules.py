@@ -1531,10 +1531,11 @@ def test_finish_frame_cut_by_a_piece_end_is_read_once(both):
 
 def test_frames_the_delta_loop_never_takes_do_not_enter_it(both):
     """A frame that starts as Mastra writes a step-finish/finish, tool-call or tool-result frame
-    (type first) or a step-start frame (runId, from, type) where the decoder's loop (re)starts -- a piece's first frame, the frame after a finish frame or
-    an event -- goes to its own reader first: the C delta loop, which would stop at it at once, is
-    not entered for it.  Same runs as the reference path; each finish frame still begun once; the
-    same frames with the type not first go through the loop as before."""
+    (type first) or a step-start frame (runId, from, type) where the decoder's loop (re)starts -- a
+    piece's first frame, the frame after a finish frame or an event -- goes to its own reader
+    first: the C delta loop, which would stop at it at once, is not entered for it.  Same runs as
+    the reference path; each finish frame still begun once; the same frames with the type not
+    first go through the loop as before."""
     native, ref = both
     mixed = gen.interleaved(4, 30)
     frames = [f for f in mixed if f.startswith((b'{"type":"step-finish"', b'{"type":"finish"'))]
