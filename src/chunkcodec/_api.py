@@ -154,13 +154,14 @@ class Api:
         # big piece and the end, so that a caller's iterator or file object runs as usual.
         whole = isinstance(source, (bytes, bytearray, memoryview, str, list, tuple, os.PathLike))
         with PAUSED if whole else contextlib.nullcontext():
-            if isinstance(source, (list, tuple)):
-                acc._feed_all(source)       # (the loop below, compiled on the native path)
+            if whole:
+                # (a compiled loop on the native path; a list or tuple walked as it is)
+                acc._feed_all(source if isinstance(source, (list, tuple)) else _pieces(source))
             else:
                 for piece in _pieces(source):
                     if isinstance(piece, BaseChunk):
                         acc.add(piece)
-                    elif whole or len(piece) < PAUSE_BYTES:
+                    elif len(piece) < PAUSE_BYTES:
                         acc.feed(piece)
                     else:
                         with PAUSED:

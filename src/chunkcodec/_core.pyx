@@ -1260,7 +1260,7 @@ cdef class StreamDecoder:
         cdef Py_ssize_t n = PyBytes_GET_SIZE(b) - off
         cdef int fr = self._framing
         cdef tuple e
-        cdef Py_ssize_t k, tried = -1
+        cdef Py_ssize_t k
         cdef int kind
         # the last terminator byte of what is here: a step-finish/finish frame that starts after
         # it ends in a piece to come, and _finish_open leaves it (else it would be read up to the
@@ -1276,12 +1276,11 @@ cdef class StreamDecoder:
             # loop costs more than its instructions say, its code being out of the cache by then.
             kind = _start_kind(p + total, n - total, fr)
             if kind == _START_FINISH:
-                tried = total
                 c = self._finish_open(b, off + total, n - total)
                 if c:
                     total += c
                     continue
-            if kind == _START_ANY:
+            elif kind == _START_ANY:
                 c = cc_accum_deltas(fr, p + total, n - total, <size_t>self._max, self._routes, &st)
                 self._loop_calls += 1
                 if st.frames:
@@ -1307,7 +1306,7 @@ cdef class StreamDecoder:
                     continue
                 if total >= n:
                     break
-            if total != tried and kind != _START_OTHER:
+                # the frame the loop stopped at, after those it took: perhaps a finish frame
                 c = self._finish_open(b, off + total, n - total)
                 if c:
                     total += c
