@@ -69,15 +69,21 @@ def _wire_names(cls: type) -> set[str]:
 
 def _attr_for(key: str, taken: set[str]) -> str:
     """A Python attribute name for a wire key: as is when legal, `class` -> `class_` (like `from_`),
-    anything else with its illegal characters replaced by `_`."""
+    anything else with its illegal characters replaced by `_`; one underscore where it would start
+    with two (msgspec takes no such field name: `__meta` -> `_meta`); then made unique among taken
+    by underscores at its end (an `x` after a name of underscores alone, which more of them would
+    turn into a dunder).  (Before, a name starting with two underscores was given more underscores
+    at its end until it did not: forever.  `{"__meta": 1}` hung the decoder.)"""
     if keyword.iskeyword(key):
         name = key + "_"
     else:
         name = re.sub(r"\W", "_", key)
         if not name or name[0].isdigit():
             name = "_" + name
-    while name in taken or name.startswith("__"):
-        name = name + "_"
+    if name.startswith("__"):
+        name = "_" + name.lstrip("_")
+    while name in taken:
+        name = name + "_" if name.strip("_") else name + "x"
     taken.add(name)
     return name
 
