@@ -991,6 +991,20 @@ ODD = {
 }
 
 
+def test_several_processes_send_back_runs_whose_chunks_have_unknown_keys(tmp_path, small_parallel):
+    """A key the schema does not know on every frame (a log shipper's `seq`): the runs' tool calls
+    and results are of classes made for it, which a worker pickles by recipe (before: a
+    PicklingError, as soon as a worker handed out such a run)."""
+    p = tmp_path / "seq.ndjson"
+    p.write_bytes(b"".join(f[:-1] + b',"seq":1}\n' for f in gen.frames(runs=12, deltas=20, seed=4)))
+    one = list(bulk.reconstruct(p))
+    assert all(type(r.tool_calls[0]) is not chunkcodec.ToolCall and r.tool_calls[0].seq == 1 for r in one)
+    bulk._last_parallel.clear()
+    assert list(bulk.reconstruct(p, workers=2)) == one and len(one) == 12
+    (a, b), = bulk._last_parallel["ranges"][1:]
+    assert b - a > len(p.read_bytes()) // 3          # (a worker handed out runs of its own)
+
+
 @pytest.mark.parametrize("name", sorted(ODD))
 def test_several_processes_on_framing_variants(name, tmp_path, small_parallel):
     p = tmp_path / name

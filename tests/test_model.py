@@ -89,6 +89,40 @@ def test_unknown_keys_whose_names_would_start_with_two_underscores(codec):
     assert acc.result().text == "a"
 
 
+def test_chunks_pickle_with_unknown_keys_and_the_text_they_were_decoded_from(codec):
+    """pickle (reconstruct's workers send whole RunOutputs; multiprocessing, caches): a chunk of a
+    class made for its unknown keys, which pickle cannot find by name, comes back of an equal
+    class, in another process too; and a chunk keeps the JSON text it was decoded from, so that it
+    re-encodes to the same bytes.  (Before, the first raised PicklingError and the second came back
+    without its text: re-encoded with the model's key order.)"""
+    import pickle
+    import subprocess
+    import sys
+    lines = [b'{"type":"tool-call","runId":"r","from":"AGENT","seq":7,'
+             b'"payload":{"toolCallId":"c","toolName":"w","args":{"a":1},"zz":[2]}}',
+             b'{"type":"source","runId":"r","from":"AGENT","payload":{"id":"s","url":"u","sourceType":"url"}}',
+             b'{"type": "text-delta", "runId": "r", "from": "AGENT", "payload": {"id": "t", "text": "h\\u00e9"}}',
+             b'{"type":"text-delta","runId":"r","from":"AGENT","payload":{"id":"t","text":"a"}}']
+    chunks_ = list(codec.iter_chunks(b"\n".join(lines) + b"\n", "ndjson"))
+    acc = codec.Accumulator("ndjson")
+    acc.feed(b"\n".join(lines) + b"\n")
+    run = acc.result()
+    blob = pickle.dumps((chunks_, run))
+    back, run2 = pickle.loads(blob)
+    assert back == chunks_ and run2 == run and run2.to_mastra() == run.to_mastra()
+    assert [codec.encode(c, "ndjson") for c in back] == [ln + b"\n" for ln in lines]
+    assert back[0].seq == 7 and back[0].payload.zz == [2] and isinstance(back[0], cc.ToolCall)
+    # in a process that never made the class
+    code = ("import pickle, sys, msgspec, chunkcodec\n"
+            "cs, run = pickle.loads(sys.stdin.buffer.read())\n"
+            "sys.stdout.buffer.write(b''.join(chunkcodec.encode(c, 'ndjson') for c in cs))\n"
+            "sys.stdout.buffer.write(msgspec.json.encode(run.to_mastra()))")
+    out = subprocess.run([sys.executable, "-c", code], input=blob, capture_output=True, check=True).stdout
+    want = b"".join(ln + b"\n" for ln in lines)
+    assert out[:len(want)] == want
+    assert msgspec.json.decode(out[len(want):]) == msgspec.json.decode(msgspec.json.encode(run.to_mastra()))
+
+
 def test_a_finish_frame_with_bad_utf8_is_a_decode_error_not_a_crash(codec):
     """msgspec raises UnicodeDecodeError, not its DecodeError, for bad UTF-8 in a string it
     decodes: the light reader of step-finish/finish frames passes such a frame to the full decoder,

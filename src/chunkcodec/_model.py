@@ -104,10 +104,50 @@ def _extend(base: type, keys: tuple[str, ...], overrides: list | None = None) ->
             fields.append((_attr_for(key, taken), Any, msgspec.field(default=UNSET, name=key)))
         cls = msgspec.defstruct(base.__name__, fields, bases=(base,), module=base.__module__,
                                 kw_only=True)
+        # how to make it again in another process (pickle: _rebuild), where it is not importable
+        cls.__cc_recipe__ = (base, keys, tuple((n, _recipe(t)) for n, t in (overrides or ())))
         if len(_EXTENDED) >= _EXTENDED_MAX:
             _EXTENDED.clear()
         _EXTENDED[ck] = cls
     return cls
+
+
+def _recipe(cls: type) -> Any:
+    """cls, or for a class _extend made (which pickle cannot find by its name), what _extend
+    makes it from."""
+    return cls.__dict__.get("__cc_recipe__", cls)
+
+
+def _from_recipe(recipe: Any) -> type:
+    if isinstance(recipe, type):
+        return recipe
+    base, keys, overrides = recipe
+    return _extend(base, keys, [(n, _from_recipe(t)) for n, t in overrides] or None)
+
+
+def _reduce(self: Any) -> tuple:
+    """pickle's way to a chunk or payload (BaseChunk.__reduce__, Payload.__reduce__): its class by
+    recipe, so that a chunk with unknown keys can be pickled too (reconstruct's workers send
+    whole RunOutputs), its field values, and the JSON text it was decoded from when kept, so that
+    it still re-encodes to those bytes.  (msgspec's own way names the class, and leaves the text
+    behind.)"""
+    cls = type(self)
+    d = getattr(self, "__dict__", None)
+    raw = d.get("_raw") if d else None
+    return _rebuild, (_recipe(cls), tuple(getattr(self, f) for f in cls.__struct_fields__),
+                      None if raw is None else bytes(raw))
+
+
+def _rebuild(recipe: Any, values: tuple, raw: Any) -> Any:
+    cls = _from_recipe(recipe)
+    obj = cls(**dict(zip(cls.__struct_fields__, values)))
+    if raw is not None:
+        obj.__dict__["_raw"] = raw
+    return obj
+
+
+_c.BaseChunk.__reduce__ = _reduce      # (chunks.py is generated: the hook is set here, beside _extend)
+_c.Payload.__reduce__ = _reduce
 
 
 #: What msgspec cannot take in a field's wire name (a lone surrogate cannot even be encoded).
