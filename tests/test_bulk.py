@@ -916,6 +916,35 @@ def test_chunks_without_run_id_join_the_run_current_then(tmp_path, small_paralle
     assert not bulk._last_parallel
 
 
+def test_a_chunk_without_run_id_after_a_run_done_again_was_handed_out(tmp_path, small_parallel, monkeypatch):
+    """A run finishes, a frame of its id starts the second range (where the worker begins it
+    afresh), the first piece ends, and a chunk without runId comes: the one-core run has handed the
+    run out, so the chunk is a run of its own (None); the worker joined it to the run.  The run is
+    done again (its id is in both ranges), which meets that chunk as the one-core run does, and
+    keeps only its id: the file takes the one-core path (before: the None run was lost).  Found
+    by the random streams (tests/util.py random_stream) on several processes."""
+    def frame(d):
+        return json.dumps(d, separators=(",", ":")).encode() + b"\n"
+    a = {"runId": "A", "from": "AGENT"}
+    fin = frame({"type": "finish", **a, "payload": {"stepResult": {"reason": "stop"}, "output": {"usage": {}}}})
+    again = frame({"type": "step-start", **a, "payload": {"request": {}, "warnings": []}})
+    runless = frame({"type": "text-delta", "payload": {"id": "t", "text": "late"}})
+    pad = 0
+    while True:     # the first piece (4 KiB) ends inside the chunk without runId
+        head = (frame({"type": "start", **a, "payload": {"id": "agent"}})
+                + frame({"type": "text-delta", **a, "payload": {"id": "t", "text": "x" * pad}}) + fin)
+        if len(head + again) <= 4096 < len(head + again + runless):
+            break
+        pad += 1
+    data = head + again + runless + frame({"type": "text-delta", **a, "payload": {"id": "t", "text": "y"}})
+    p = tmp_path / "late.ndjson"
+    p.write_bytes(data)
+    monkeypatch.setattr(bulk, "_cut_before_run_id", lambda buf, pos, fr: len(head))
+    one = list(bulk.reconstruct(p))
+    assert [(r.run_id, r.text) for r in one] == [("A", "x" * pad), (None, "late"), ("A", "y")]
+    assert list(bulk.reconstruct(p, workers=2)) == one
+
+
 def test_stats_and_apply_on_several_processes(tmp_path, small_parallel, parallel_logs):
     from chunkcodec import cli
     p = tmp_path / "log.ndjson"

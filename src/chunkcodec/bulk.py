@@ -1270,6 +1270,11 @@ def _split_runs(path: str, buf: Any, framing: str, strict: bool, errors: list, w
         running = [ex.submit(_range_runs, *job) for job in again[1:]]
         redone = [_range_runs(*job, pickled=False) for job in again[:1]]
         redone += [_unpickled(job.result()) for job in running]
+        # a run done again may be handed out where a piece ends and a chunk without runId come
+        # next, with no run current then: the one-core run makes it a run of its own, which the
+        # runs done again do not keep (they keep only their ids)
+        if any(d is None or None in d[3] for d in redone):
+            return None
     shared = {rid for _, _, ids in groups.values() for rid in ids}
     _last_parallel.update(ranges=ranges, redone={k: (a, b, len(ids)) for k, (a, b, ids) in groups.items()})
     runs = [r for d in done for r in d[0] if r[1][1] not in shared]
