@@ -869,13 +869,13 @@ size_t cc_skip_value(const char *p, size_t n) {
     return big ? 0 : e;
 }
 
-/* The keys read at each level: top (type, runId, payload), payload (stepResult, metadata, output,
+/* The keys read at each level: top (type, runId, from, payload), payload (stepResult, metadata, output,
  * providerMetadata), output (usage), stepResult (reason, warnings), metadata (id, modelId,
  * providerMetadata).  A slot of the first three levels is a bit in `seen`: those are read as a
  * struct is, where a duplicate is left to the decoder; stepResult and metadata are read as a dict
  * is, where the last of duplicate keys wins. */
 enum { FL_TOP, FL_PAYLOAD, FL_OUTPUT, FL_STEP_RESULT, FL_METADATA };
-enum { FK_TYPE, FK_RUN_ID, FK_PAYLOAD, FK_STEP_RESULT, FK_METADATA, FK_OUTPUT, FK_PM, FK_USAGE,
+enum { FK_TYPE, FK_RUN_ID, FK_FROM, FK_PAYLOAD, FK_STEP_RESULT, FK_METADATA, FK_OUTPUT, FK_PM, FK_USAGE,
        FK_SR_REASON, FK_SR_WARNINGS, FK_MD_ID, FK_MD_MODEL_ID, FK_MD_PM };
 
 static int fin_key(int level, const char *k, size_t kl) {
@@ -883,6 +883,7 @@ static int fin_key(int level, const char *k, size_t kl) {
     case FL_TOP:
         if (KEY_IS(k, kl, "type")) return FK_TYPE;
         if (KEY_IS(k, kl, "runId")) return FK_RUN_ID;
+        if (KEY_IS(k, kl, "from")) return FK_FROM;
         if (KEY_IS(k, kl, "payload")) return FK_PAYLOAD;
         break;
     case FL_PAYLOAD:
@@ -910,6 +911,7 @@ static cc_span_t *fin_span(cc_finish_t *out, int slot) {
     switch (slot) {
     case FK_TYPE: return &out->type;
     case FK_RUN_ID: return &out->run_id;
+    case FK_FROM: return &out->from_;
     case FK_STEP_RESULT: return &out->step_result;
     case FK_METADATA: return &out->metadata;
     case FK_PM: return &out->provider_metadata;

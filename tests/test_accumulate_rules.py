@@ -317,6 +317,27 @@ def test_chunks_without_run_id_go_to_the_run_before_them(codec):
     assert by["B"].tripwire == {"reason": "no"} and by["A"].tripwire is None
 
 
+def test_a_run_first_met_at_its_step_finish_or_finish_takes_its_from(codec):
+    """A log that starts in the middle of a run (rotated, or cut) may show a run's step-finish or
+    finish first.  The run takes that frame's `from`, as it would any first chunk's, through the
+    finish readers (which skip the message history) as through add(): the reasoning entries and
+    the call made at tool-call-input-streaming-end carry it.  (Found by random streams: the readers
+    did not read `from`, so feed() gave "AGENT" where add() gave the frame's.)"""
+    env = {"runId": RUN, "from": "NETWORK"}
+    fin = {"stepResult": {"reason": "stop"}, "output": {"usage": {"inputTokens": 1}},
+           "messages": {"all": [{"role": "user", "content": "q"}]}}
+    for first in ("step-finish", "finish"):
+        lines = [json.dumps(d, separators=(",", ":")).encode() for d in (
+            {"type": first, **env, "payload": fin},
+            {"type": "reasoning-delta", **env, "payload": {"id": "r", "text": "hm"}},
+            {"type": "tool-call-input-streaming-start", **env, "payload": {"toolCallId": "c", "toolName": "w"}},
+            {"type": "tool-call-delta", **env, "payload": {"argsTextDelta": "{}", "toolCallId": "c"}},
+            {"type": "tool-call-input-streaming-end", **env, "payload": {"toolCallId": "c"}})]
+        out = ways(codec, lines)
+        assert [e["from"] for e in out.reasoning] == ["NETWORK"]
+        assert [c.from_ for c in out.tool_calls] == ["NETWORK"]
+
+
 def test_parts_follow_build_messages_from_chunks(codec):
     path = CORPUS / "chunks" / "c_tool_call_roundtrip.jsonl"
     acc = codec.Accumulator()
@@ -1415,6 +1436,9 @@ FINISH_EDGES = [
     (_FIN % '"metadata":{"n":1%s}' % ("0" * 5000), False),
     (_FIN % '"metadata":{"id":"m","x":"\udcff"}', False),                    # bad UTF-8 (byte 0xFF)
     (_FIN % '"metadata":{"id":"\udcc3"}', False),                             # in a value read
+    ('{"type":"finish","from":"USER","runId":"r","payload":null}', True),   # from: read, any place
+    ('{"type":"finish","from":7,"payload":null}', True),                    # ... any value (typed Any)
+    ('{"type":"finish","from":"A","from":"B","payload":null}', False),      # duplicate: the decoder's
 ]
 
 

@@ -639,6 +639,7 @@ class _MinOutputPayload(msgspec.Struct):
 class _MinFinish(msgspec.Struct):
     type: str
     runId: Any = UNSET
+    from_: Any = msgspec.field(name="from", default=UNSET)
     payload: Optional[_MinOutputPayload] = None
 
 
@@ -694,8 +695,10 @@ def _finish_fields(payload: Any) -> tuple:
 def light_fields(m: Any) -> tuple:
     """What accumulation reads from a light step-finish/finish (decode_finish_light's struct):
     (is step-finish, runId or None, reason, warnings, usage, response id, model id,
-    providerMetadata)."""
-    return (m.type == "step-finish", None if m.runId is UNSET else m.runId) + _finish_fields(m.payload)
+    providerMetadata, from or UNSET).  (from: for the run the frame may be the first of, as the
+    typed chunk's would be: a log that starts in the middle of a run.)"""
+    return ((m.type == "step-finish", None if m.runId is UNSET else m.runId) + _finish_fields(m.payload)
+            + (m.from_,))
 
 
 # --------------------------------------------------------------------------------------------
@@ -957,7 +960,7 @@ class AccumulatorBase:
     def _finish_read(self, f: tuple) -> None:
         """A step-finish/finish frame, as light_fields gives it (the native decoder reads these
         values in C)."""
-        _run_of(self, f[1], UNSET).finish_frame(f[0], f[2:])
+        _run_of(self, f[1], f[8]).finish_frame(f[0], f[2:])
 
     def _step_start(self, run_id: Any, from_: Any, warnings: Any) -> None:
         """A step-start frame, its runId, from and payload.warnings (UNSET where absent) read by

@@ -102,6 +102,7 @@ cdef extern from "chunkcodec/scan.h":
         int output
         cc_span_t type
         cc_span_t run_id
+        cc_span_t from_
         cc_span_t step_result
         cc_span_t metadata
         cc_span_t provider_metadata

@@ -554,7 +554,8 @@ cdef tuple _fields_of(cc_finish_t* f):
         if pm is None:
             pm = d.get("providerMetadata")
         resp_id, model_id = d.get("id"), d.get("modelId")
-    return (f.kind == CC_FIN_STEP_FINISH, run_id, reason, warnings, usage, resp_id, model_id, pm)
+    return (f.kind == CC_FIN_STEP_FINISH, run_id, reason, warnings, usage, resp_id, model_id, pm,
+            _span_value(f.from_))
 
 
 cdef object _read_finish(const char* p, Py_ssize_t n, object span, bint* taken=NULL, StreamDecoder dec=None,

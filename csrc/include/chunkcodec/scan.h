@@ -117,7 +117,7 @@ typedef struct cc_finish {
     int kind;
     int payload, output;
     int step_result_object, metadata_object;                  /* 0, CC_FIN_OBJECT or _DECODE */
-    cc_span_t type, run_id;                                   /* top level */
+    cc_span_t type, run_id, from_;                            /* top level */
     cc_span_t step_result, metadata, provider_metadata;       /* payload.* */
     cc_span_t usage;                                          /* payload.output.usage */
     cc_span_t sr_reason, sr_warnings;                         /* payload.stepResult.* (last wins) */
