@@ -123,3 +123,157 @@ def kept_head_frames():
         frames.append(head + b"bye" + end)
         runs.append(frames)
     return [runs[i][j] for j in range(6) for i in range(600)]
+
+
+# -- random agent streams: every chunk type the accumulator handles, in orders no server writes --
+
+_TEXTS = ["", "a", "hé", "😀", '"q"', "\\", "\n", "tab\t", "世界", "\u2028", "é" * 5, "x" * 70]
+_LONG = ["x" * 1100, "\\n" * 40, "é" * 300]      # past what the delta loops take: the general path
+_PMS = [{"openai": {"itemId": "i1"}}, {"anthropic": {"signature": "s"}}, {}]
+
+
+def _usage(rng):
+    u = {}
+    for k in ("inputTokens", "outputTokens", "totalTokens", "reasoningTokens", "cachedInputTokens"):
+        r = rng.random()
+        if r < 0.6:
+            u[k] = rng.randrange(300)
+        elif r < 0.65:
+            u[k] = None
+        elif r < 0.68:
+            u[k] = 1.5
+    if rng.random() < 0.5:
+        u["raw"] = {"x": rng.randrange(9)}
+    return u
+
+
+def _run_chunks(rng, rid, nested=True):
+    """One run's chunks: a random walk over the chunk types, part ids and call ids reused, ends
+    before starts, deltas with no start, steps finished twice, a sub-run's chunks in tool-output,
+    chunks without runId; a finish at the end, mostly."""
+    env = {"runId": rid, "from": rng.choice(["AGENT", "AGENT", "USER", "NETWORK"])}
+    ids, calls = ["t0", "t1", "r0", "é"], ["c1", "c2", "c3"]
+
+    def pm(p):
+        if rng.random() < 0.25:
+            p["providerMetadata"] = rng.choice(_PMS)
+        return p
+
+    def text():
+        return rng.choice(_LONG) if rng.random() < 0.03 else rng.choice(_TEXTS)
+
+    out = []
+    for _ in range(rng.randrange(3, 40)):
+        k = rng.random()
+        if k < 0.05:
+            out.append({"type": "start", **env, "payload": {"id": "agent", "messageId": "m"}})
+        elif k < 0.12:
+            out.append({**env, "type": "step-start",
+                        "payload": {"request": {}, "warnings": rng.choice([[], [{"w": 1}]]), "messageId": "m"}})
+        elif k < 0.18:
+            out.append({"type": "text-start", **env, "payload": pm({"id": rng.choice(ids)})})
+        elif k < 0.40:
+            out.append({"type": "text-delta", **env, "payload": pm({"id": rng.choice(ids), "text": text()})})
+        elif k < 0.45:
+            out.append({"type": "text-end", **env, "payload": pm({"type": "text-end", "id": rng.choice(ids)})})
+        elif k < 0.48:
+            out.append({"type": "reasoning-start", **env, "payload": pm({"id": rng.choice(ids)})})
+        elif k < 0.56:
+            out.append({"type": "reasoning-delta", **env, "payload": pm({"id": rng.choice(ids), "text": text()})})
+        elif k < 0.59:
+            out.append({"type": "reasoning-end", **env, "payload": pm({"id": rng.choice(ids)})})
+        elif k < 0.62:
+            out.append({"type": "tool-call-input-streaming-start", **env,
+                        "payload": {"toolCallId": rng.choice(calls), "toolName": rng.choice(["w", "get"])}})
+        elif k < 0.68:
+            p = {"argsTextDelta": rng.choice(['{"a"', ":1", "}", '"x', "[", "]", "é", ""]),
+                 "toolCallId": rng.choice(calls)}
+            if rng.random() < 0.7:
+                p["toolName"] = "w"
+            out.append({"type": "tool-call-delta", **env, "payload": p})
+        elif k < 0.71:
+            out.append({"type": "tool-call-input-streaming-end", **env, "payload": {"toolCallId": rng.choice(calls)}})
+        elif k < 0.74:
+            out.append({"type": "tool-call", **env, "payload": {
+                "toolCallId": rng.choice(calls), "toolName": "w", "args": rng.choice([{"a": 1}, {}, {"b": "é"}])}})
+        elif k < 0.77:
+            p = {"toolCallId": rng.choice(calls), "toolName": "w", "result": rng.choice([{"t": 1}, None, "s", [1]])}
+            if rng.random() < 0.5:
+                p["args"] = {"a": 1}
+            out.append({"type": "tool-result", **env, "payload": p})
+        elif k < 0.78:
+            out.append({"type": "tool-error", **env, "payload": {
+                "toolCallId": rng.choice(calls), "toolName": "w", "error": rng.choice(["boom", {"message": "m"}])}})
+        elif k < 0.80:
+            out.append({"type": "source", **env,
+                        "payload": {"id": "s", "sourceType": "url", "url": "http://x", "title": "t"}})
+        elif k < 0.81:
+            out.append({"type": "file", **env, "payload": {"data": "AAA", "mimeType": "image/png"}})
+        elif k < 0.89:
+            fin = {"stepResult": {"reason": rng.choice(["stop", "tool-calls", "length"]), "warnings": []},
+                   "metadata": {"id": "resp", "modelId": "m", "timestamp": "t"},
+                   "output": {"text": "x", "usage": _usage(rng)},
+                   "messages": {"all": [{"role": "user", "content": "q"}]}}
+            if rng.random() < 0.2:
+                fin["providerMetadata"] = {"p": {"q": 1}}
+            out.append({"type": "step-finish", **env, "payload": fin})
+        elif k < 0.90:
+            out.append({"type": "error", **env,
+                        "payload": {"error": rng.choice([{"message": "bad"}, "str", {"name": "E", "message": "m"}])}})
+        elif k < 0.905:
+            out.append({"type": "abort", **env, "payload": {}})
+        elif k < 0.91:
+            out.append({"type": "tripwire", **env, "payload": {"tripwireReason": "no"}})
+        elif k < 0.915:
+            out.append({"type": "tool-call-approval", **env, "payload": {"toolCallId": "c1", "toolName": "w", "args": {}}})
+        elif k < 0.93:
+            out.append({"type": "data-x", "data": {"v": rng.randrange(5)}})
+        elif k < 0.95 and nested:
+            for c in _run_chunks(rng, rid + "-sub", nested=False)[:3]:
+                out.append({"type": "tool-output", **env, "payload": {"output": c, "toolCallId": "c1", "toolName": "a"}})
+        elif k < 0.96:
+            out.append({"type": "object-result", **env, "object": {"o": 1}})
+        else:
+            out.append({"type": "text-delta", "payload": {"id": rng.choice(ids), "text": text()}})   # no runId
+    if rng.random() < 0.8:
+        out.append({"type": "finish", **env, "payload": {"stepResult": {"reason": rng.choice(["stop", "tool-calls"])},
+                                                         "output": {"usage": _usage(rng)}, "metadata": {}}})
+    return out
+
+
+def random_stream(rng):
+    """(framing, data, corrupted) of one to four random runs interleaved chunk by chunk, each run's
+    chunks in order; written in one of several JSON styles (Mastra's, json.dumps's spaces, sorted
+    keys, \\u escapes, an unknown key), framed one of several ways (CRLF, SSE fields before the
+    data line...); corrupted: some frames have bytes deleted, inserted or overwritten."""
+    import json
+
+    runs = [_run_chunks(rng, "run-%d" % i) for i in range(rng.randrange(1, 5))]
+    objs, pos = [], [0] * len(runs)
+    live = list(range(len(runs)))
+    while live:
+        r = rng.choice(live)
+        objs.append(runs[r][pos[r]])
+        pos[r] += 1
+        if pos[r] == len(runs[r]):
+            live.remove(r)
+    style = rng.choice(["mastra", "mastra", "spaces", "sorted", "ascii", "unknown key"])
+
+    def dump(o):
+        if style == "unknown key":
+            o = dict(o, seq=1)
+        return json.dumps(o, ensure_ascii=style == "ascii", sort_keys=style == "sorted",
+                          separators=(", ", ": ") if style == "spaces" else (",", ":")).encode()
+
+    bodies = [dump(o) if rng.random() < 0.8 else json.dumps(o, ensure_ascii=False, separators=(",", ":")).encode()
+              for o in objs]
+    bad = rng.random() < 0.4
+    if bad:     # (corrupted() also shuffles them: the two paths must agree on any order)
+        bodies = corrupted(rng, bodies, len(bodies), 0.15)
+    framing, pre, sep = rng.choice([("sse", b"data: ", b"\n\n"), ("sse", b"data: ", b"\r\n\r\n"),
+                                    ("sse", b"data:", b"\n\n"), ("sse", b"id: 1\nevent: m\ndata: ", b"\n\n"),
+                                    ("rs", b"", b"\x1e"), ("ndjson", b"", b"\n"), ("ndjson", b"", b"\r\n")])
+    data = b"".join(pre + b + sep for b in bodies)
+    if framing == "sse" and rng.random() < 0.5:
+        data += b"data: [DONE]\n\n"
+    return framing, data, bad
