@@ -134,7 +134,10 @@ def _reduce(self: Any) -> tuple:
     cls = type(self)
     d = getattr(self, "__dict__", None)
     raw = d.get("_raw") if d else None
-    return _rebuild, (_recipe(cls), tuple(getattr(self, f) for f in cls.__struct_fields__),
+    recipe = _recipe(cls)
+    if raw is None and recipe is cls:
+        return _struct_reduce(self)     # (the usual chunk: msgspec's way is as good, and faster)
+    return _rebuild, (recipe, tuple(getattr(self, f) for f in cls.__struct_fields__),
                       None if raw is None else bytes(raw))
 
 
@@ -146,6 +149,7 @@ def _rebuild(recipe: Any, values: tuple, raw: Any) -> Any:
     return obj
 
 
+_struct_reduce = msgspec.Struct.__reduce__
 _c.BaseChunk.__reduce__ = _reduce      # (chunks.py is generated: the hook is set here, beside _extend)
 _c.Payload.__reduce__ = _reduce
 
