@@ -127,7 +127,8 @@ def kept_head_frames():
 
 # -- random agent streams: every chunk type the accumulator handles, in orders no server writes --
 
-_TEXTS = ["", "a", "hé", "😀", '"q"', "\\", "\n", "tab\t", "世界", "\u2028", "é" * 5, "x" * 70]
+_TEXTS = ["", "a", "hé", "😀", '"q"', "\\", "\n", "tab\t", "世界", "\u2028", "é" * 5, "x" * 70,
+          "\ud800", "a\udc00"]    # (lone surrogates: \u escapes in the ascii style, else bytes not UTF-8)
 _LONG = ["x" * 1100, "\\n" * 40, "é" * 300]      # past what the delta loops take: the general path
 _PMS = [{"openai": {"itemId": "i1"}}, {"anthropic": {"signature": "s"}}, {}]
 
@@ -245,8 +246,10 @@ def random_stream(rng):
     """(framing, data, corrupted) of one to four random runs interleaved chunk by chunk, each run's
     chunks in order; written in one of several JSON styles (Mastra's, json.dumps's spaces, sorted
     keys, \\u escapes, an unknown key), framed one of several ways (CRLF, SSE fields before the
-    data line...); corrupted: some frames have bytes deleted, inserted or overwritten."""
+    data line...); corrupted: some frames have bytes deleted, inserted or overwritten, or are not
+    UTF-8 (a lone surrogate written as bytes)."""
     import json
+    import re
 
     runs = [_run_chunks(rng, "run-%d" % i) for i in range(rng.randrange(1, 5))]
     objs, pos = [], [0] * len(runs)
@@ -263,13 +266,15 @@ def random_stream(rng):
         if style == "unknown key":
             o = dict(o, seq=1)
         return json.dumps(o, ensure_ascii=style == "ascii", sort_keys=style == "sorted",
-                          separators=(", ", ": ") if style == "spaces" else (",", ":")).encode()
+                          separators=(", ", ": ") if style == "spaces" else (",", ":")).encode("utf-8", "surrogatepass")
 
-    bodies = [dump(o) if rng.random() < 0.8 else json.dumps(o, ensure_ascii=False, separators=(",", ":")).encode()
+    bodies = [dump(o) if rng.random() < 0.8 else
+              json.dumps(o, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
               for o in objs]
     bad = rng.random() < 0.4
     if bad:     # (corrupted() also shuffles them: the two paths must agree on any order)
         bodies = corrupted(rng, bodies, len(bodies), 0.15)
+    bad = bad or any(re.search(rb"\xed[\xa0-\xbf]", b) for b in bodies)    # a lone surrogate's bytes
     framing, pre, sep = rng.choice([("sse", b"data: ", b"\n\n"), ("sse", b"data: ", b"\r\n\r\n"),
                                     ("sse", b"data:", b"\n\n"), ("sse", b"id: 1\nevent: m\ndata: ", b"\n\n"),
                                     ("rs", b"", b"\x1e"), ("ndjson", b"", b"\n"), ("ndjson", b"", b"\r\n")])
