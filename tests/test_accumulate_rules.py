@@ -338,6 +338,32 @@ def test_a_run_first_met_at_its_step_finish_or_finish_takes_its_from(codec):
         assert [c.from_ for c in out.tool_calls] == ["NETWORK"]
 
 
+def test_a_surrogate_pair_cut_between_deltas_is_joined_as_javascript_joins_it(codec):
+    """A JavaScript chunker that cuts text by UTF-16 units (slice()) can end a delta between an
+    emoji's two halves; JSON.stringify writes each half as a lone escape, and Mastra's
+    concatenation of the deltas joins them: "a\\ud83d" + "\\ude00b" is "a😀b".  So do the text,
+    a part's text, the reasoning and the tool arguments, final and live; a lone half stays one.
+    (Before, the text kept the two halves: four characters where Mastra has three.)"""
+    def ln(type_, payload):
+        return json.dumps({"type": type_, "runId": RUN, "from": "AGENT", "payload": payload},
+                          separators=(",", ":")).encode()       # (lone halves as \\u escapes)
+    lines = [ln("text-delta", {"id": "t", "text": "a\ud83d"}), ln("text-delta", {"id": "t", "text": "\ude00b\ud800"}),
+             ln("reasoning-delta", {"id": "r", "text": "\ud83e"}), ln("reasoning-delta", {"id": "r", "text": "\udd14"}),
+             ln("tool-call-input-streaming-start", {"toolCallId": "c", "toolName": "w"}),
+             ln("tool-call-delta", {"argsTextDelta": '{"q":"\ud83d', "toolCallId": "c"}),
+             ln("tool-call-delta", {"argsTextDelta": '\ude00"}', "toolCallId": "c"}),
+             ln("tool-call-input-streaming-end", {"toolCallId": "c"})]
+    out = ways(codec, lines)
+    assert out.text == "a\U0001F600b\ud800" and out.parts[0]["text"] == out.text
+    assert out.reasoning_text == "\U0001F914" and out.reasoning[0]["payload"]["text"] == "\U0001F914"
+    assert out.tool_calls[0].payload.args == {"q": "\U0001F600"}
+    acc = codec.Accumulator("ndjson")
+    acc.feed(b"".join(x + b"\n" for x in lines[:6]))
+    assert acc.partial_args("c") == {"q": ""}          # (the high half waits for its low one)
+    acc.feed(lines[6] + b"\n")
+    assert acc.partial_args("c") == {"q": "\U0001F600"}
+
+
 def test_parts_follow_build_messages_from_chunks(codec):
     path = CORPUS / "chunks" / "c_tool_call_roundtrip.jsonl"
     acc = codec.Accumulator()

@@ -26,6 +26,7 @@ README ("Accumulation") and in ``../shared/spec/mastra-format.md`` section 3.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Dict, Iterator, List, Optional
 
 import msgspec
@@ -33,7 +34,8 @@ from msgspec import UNSET
 
 from . import chunks as _c
 from ._model import convert_item
-from ._results import PartialJSON, RunOutput, StepResult, _builtins, _complete_utf8, parse_args
+from ._results import (PartialJSON, RunOutput, StepResult, _builtins, _complete_utf8, join_surrogates,
+                       parse_args)
 from .errors import DecodeError, InvalidFrame
 
 __all__ = ["RunOutput", "StepResult", "AccumulatorBase", "PartialJSON"]
@@ -61,13 +63,21 @@ _COPY_MAX = 1 << 16
 
 def _utf8(buf: bytearray, start: int, end: int) -> str:
     """buf[start:end] as text (end <= len(buf)): the reference path's DeltaBuf.text (the native
-    one decodes in C, at the str's final size and kind)."""
+    one decodes in C, at the str's final size and kind).  Surrogates (from a str with lone ones
+    given to add(), written with surrogatepass) are joined where a high one meets a low one, as
+    JavaScript's concatenation of the deltas joins them (join_surrogates)."""
     if end <= start:
         return ""
     if end - start <= _COPY_MAX:
-        return buf[start:end].decode("utf-8", "surrogatepass")
-    with memoryview(buf) as view:       # a memoryview slice copies nothing
-        return str(view[start:end], "utf-8", "surrogatepass")
+        s = buf[start:end].decode("utf-8", "surrogatepass")
+    else:
+        with memoryview(buf) as view:       # a memoryview slice copies nothing
+            s = str(view[start:end], "utf-8", "surrogatepass")
+    return join_surrogates(s) if _SURROGATE_BYTES.search(buf, start, end) else s
+
+
+#: A surrogate's bytes as surrogatepass writes them (not UTF-8: only a str given to add() has them).
+_SURROGATE_BYTES = re.compile(rb"\xed[\xa0-\xbf]")
 
 
 #: How many ranges _Memo looks through in order before it keeps the rest in a dict.
@@ -1136,8 +1146,8 @@ class AccumulatorBase:
         data = ta.buf.data
         if len(data) > ta.fed:
             new = bytes(data[ta.fed:])
-            cut = _complete_utf8(new)
-            ta.parser.feed(new[:cut].decode("utf-8", "surrogatepass"))
+            cut = _complete_utf8(new)       # (a high surrogate waits for its low half)
+            ta.parser.feed(join_surrogates(new[:cut].decode("utf-8", "surrogatepass")))
             ta.fed += cut
         return ta.parser.value()
 

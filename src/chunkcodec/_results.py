@@ -330,7 +330,8 @@ def _deep_copy_path(v: Any) -> Any:
 
 def _complete_utf8(b: bytes) -> int:
     """Length of b without a trailing incomplete UTF-8 sequence (deltas are whole code points,
-    so this only matters for bytes appended by a caller)."""
+    so this only matters for bytes appended by a caller), nor a trailing high surrogate (its low
+    half may come next: join_surrogates)."""
     n = len(b)
     i = n - 1
     while i >= 0 and i >= n - 4 and (b[i] & 0xC0) == 0x80:
@@ -339,7 +340,18 @@ def _complete_utf8(b: bytes) -> int:
         need = 2 if b[i] < 0xE0 else 3 if b[i] < 0xF0 else 4
         if n - i < need:
             return i
+        if b[i] == 0xED and n - i == 3 and 0xA0 <= b[i + 1] <= 0xAF:
+            return i
     return n
+
+
+def join_surrogates(s: str) -> str:
+    """s as JavaScript holds it: a high surrogate followed by a low one is the one character the
+    two encode.  A delta's text is a JavaScript string, which a chunker cutting by UTF-16 units
+    (JavaScript's slice()) may end between an emoji's two halves: JSON.stringify writes each half
+    as a lone escape, and Mastra's concatenation of the deltas joins them again.  (Lone halves
+    stay as they are.)"""
+    return s.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
 
 
 def _not_json(name: str) -> Any:
