@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import chunkcodec
-from chunkcodec import bulk
+from chunkcodec import bulk, cli
 
 from conftest import CORPUS, _native
 from util import corrupted_logs, kept_head_frames
@@ -498,6 +498,33 @@ def test_runs_to_arrow_and_parquet(tmp_path):
     assert bulk.write_parquet(iter(()), tmp_path / "empty.parquet") == 0
     assert pq.read_table(tmp_path / "empty.parquet").schema.equals(t.schema)
     assert isinstance(back, pa.Table)
+
+
+def test_lone_surrogates_in_the_arrow_tables_and_the_json_lines(tmp_path, capsysbinary):
+    """A JavaScript string may hold a lone surrogate (half of an emoji a chunker cut off), which
+    JSON carries as a \\udxxx escape and UTF-8 cannot hold.  The JSON lines and the Arrow tables'
+    JSON text write it as JSON.stringify does, as that escape; an Arrow text or id column, which
+    holds UTF-8, as U+FFFD.  (Before, each raised UnicodeEncodeError: the whole output failed.)"""
+    pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+    lines = [{"type": "text-delta", "runId": "r\ud800", "from": "AGENT", "payload": {"id": "t", "text": "a\udc00b"}},
+             {"type": "tool-call", "runId": "r\ud800", "from": "AGENT",
+              "payload": {"toolCallId": "c", "toolName": "w", "args": {"q": "\ud83d"}}},
+             {"type": "finish", "runId": "r\ud800", "from": "AGENT",
+              "payload": {"stepResult": {"reason": "stop"}, "output": {"usage": {}}}}]
+    p = tmp_path / "lone.ndjson"
+    p.write_bytes(b"".join(json.dumps(d).encode() + b"\n" for d in lines))
+    runs = list(bulk.reconstruct(p))
+    row = bulk.runs_to_arrow(runs).to_pylist()[0]
+    assert (row["run_id"], row["text"]) == ("r\ufffd", "a\ufffdb")
+    assert json.loads(row["tool_calls"][0]["args"]) == {"q": "\ud83d"}
+    assert bulk.scan(p).to_arrow().column("run_id").to_pylist()[0] == "r\ufffd"
+    assert cli.main(["reconstruct", str(p), "--format", "parquet", "-o", str(tmp_path / "o.parquet")]) == 0
+    assert pq.read_table(tmp_path / "o.parquet").column("text").to_pylist() == ["a\ufffdb"]
+    capsysbinary.readouterr()
+    assert cli.main(["reconstruct", str(p), "--format", "json"]) == 0
+    out = capsysbinary.readouterr().out
+    assert b"\\udc00" in out and json.loads(out)["text"] == "a\udc00b" == runs[0].text
 
 
 def test_cli_reconstruct_parquet(tmp_path, capsysbinary):

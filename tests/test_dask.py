@@ -60,3 +60,19 @@ def test_chunks_split_into_byte_ranges_equal_one_scan(client, tmp_path):
         assert got["type"].tolist() == [idx.type_names[t] for t in idx.type]
         assert got["run_id"].tolist() == [idx.run_ids[r] if r >= 0 else None for r in idx.run]
         assert got["text"].tolist() == [idx.text(i) for i in range(len(idx))]
+
+
+def test_read_chunks_takes_a_lone_surrogate(tmp_path):
+    """A delta whose text is half of an emoji (a JavaScript chunker cut it; JSON carries it as a
+    lone \\udxxx escape): its text is U+FFFD in the Arrow column, which holds UTF-8, in every
+    partition (before: UnicodeEncodeError)."""
+    import dask
+    from chunkcodec import dask as cd
+    lines = [{"type": "text-delta", "runId": "r", "from": "AGENT", "payload": {"id": "t", "text": t}}
+             for t in ("a\ud83d", "\ude00b", "c")]
+    p = tmp_path / "lone.ndjson"
+    p.write_bytes(b"".join(json.dumps(d).encode() + b"\n" for d in lines))
+    with dask.config.set(scheduler="synchronous"):
+        for blocksize in (None, 90):
+            df = cd.read_chunks(p, blocksize=blocksize).compute()
+            assert list(df["text"]) == ["a\ufffd", "\ufffdb", "c"]

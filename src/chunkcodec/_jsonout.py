@@ -62,15 +62,34 @@ def js_numbers(text: bytes) -> bytes:
 _SURR = re.compile("[\ud800-\udfff]")
 
 
+def utf8_json(obj: Any) -> bytes:
+    """msgspec.json.encode(obj), but a str's lone surrogates (JavaScript strings may hold them,
+    UTF-8 cannot) written as \\udxxx escapes, as JSON.stringify writes them, where msgspec would
+    raise UnicodeEncodeError.  (The command line's JSON lines and the Arrow tables' JSON text.)"""
+    try:
+        return msgspec.json.encode(obj)
+    except UnicodeEncodeError:
+        s = json.dumps(msgspec.to_builtins(obj), ensure_ascii=False, separators=(",", ":"),
+                       allow_nan=True)
+        return _SURR.sub(lambda m: "\\u%04x" % ord(m.group()), s).encode("utf-8")
+
+
+def no_lone_surrogates(v: Any) -> Any:
+    """v for an Arrow string column, which holds UTF-8: a str's lone surrogates as U+FFFD (in
+    lists, tuples and dict values too)."""
+    if isinstance(v, str):
+        return _SURR.sub("\ufffd", v)
+    if isinstance(v, (list, tuple)):
+        return type(v)(no_lone_surrogates(x) for x in v)
+    if isinstance(v, dict):
+        return {k: no_lone_surrogates(x) for k, x in v.items()}
+    return v
+
+
 def encode_general(obj: Any, numbers: Callable[[bytes], bytes]) -> bytes:
     """Encode with msgspec, then make floats and lone surrogates read as JSON.stringify's."""
     try:
-        text = msgspec.json.encode(obj)
-    except UnicodeEncodeError:
-        # Lone surrogates: JSON.stringify writes them as \udxxx escapes.
-        s = json.dumps(msgspec.to_builtins(obj), ensure_ascii=False, separators=(",", ":"),
-                        allow_nan=True)
-        text = _SURR.sub(lambda m: "\\u%04x" % ord(m.group()), s).encode("utf-8")
+        text = utf8_json(obj)
     except (TypeError, ValueError, msgspec.EncodeError) as exc:
         raise EncodeError(f"Cannot encode {type(obj).__name__}: {exc}") from None
     return numbers(text)

@@ -31,6 +31,7 @@ import msgspec
 # the command line's cat and bench make none, and a command line run then starts without it)
 from . import _reference
 from ._gc import PAUSED
+from ._jsonout import no_lone_surrogates, utf8_json
 from ._model import _json_obj
 from .chunks import TAGGED
 from .errors import DecodeError
@@ -217,7 +218,11 @@ class Index:
         type_col = pa.DictionaryArray.from_arrays(pa.array(self.type.astype(np.int32)),
                                                   pa.array(TYPE_NAMES))
         runs = pa.array(self.run, mask=self.run < 0)
-        run_col = pa.DictionaryArray.from_arrays(runs, pa.array(self.run_ids, pa.string()))
+        try:
+            ids = pa.array(self.run_ids, pa.string())
+        except UnicodeEncodeError:  # a lone surrogate in a run id: U+FFFD (Arrow holds UTF-8)
+            ids = pa.array(no_lone_surrogates(self.run_ids), pa.string())
+        run_col = pa.DictionaryArray.from_arrays(runs, ids)
         return pa.table({"offset": self.offset, "length": self.length, "type": type_col,
                          "run_id": run_col, "text_off": self.text_off, "text_len": self.text_len})
 
@@ -1451,7 +1456,7 @@ RUN_COLUMNS = ("run_id", "status", "finish_reason", "text", "reasoning_text") + 
 
 
 def _json_text(value: Any) -> str | None:
-    return None if value is None else msgspec.json.encode(msgspec.to_builtins(value)).decode()
+    return None if value is None else utf8_json(msgspec.to_builtins(value)).decode()
 
 
 def _tool_rows(chunks: list, value: str) -> list:
@@ -1485,7 +1490,10 @@ def _rows_table(rows: list) -> Any:
     """A pyarrow Table of _run_row tuples."""
     pa = _pyarrow()
     cols = list(zip(*rows)) if rows else [()] * len(RUN_COLUMNS)
-    return pa.Table.from_pydict({c: list(v) for c, v in zip(RUN_COLUMNS, cols)}, schema=_arrow_schema(pa))
+    try:
+        return pa.Table.from_pydict({c: list(v) for c, v in zip(RUN_COLUMNS, cols)}, schema=_arrow_schema(pa))
+    except UnicodeEncodeError:      # a lone surrogate in a text or an id: U+FFFD (Arrow holds UTF-8)
+        return _rows_table([no_lone_surrogates(r) for r in rows])
 
 
 def runs_to_arrow(runs: Iterable[Any]) -> Any:

@@ -12,6 +12,7 @@ from typing import Any, BinaryIO
 import msgspec
 
 from . import Encoder, InvalidFrame, iter_chunks
+from ._jsonout import utf8_json
 from .errors import ChunkError
 
 EXAMPLES = {
@@ -159,7 +160,7 @@ def _output(args: argparse.Namespace, out: BinaryIO) -> BinaryIO:
 
 
 def _run_json(run: Any) -> bytes:
-    return msgspec.json.encode(run.to_mastra()) + b"\n"
+    return utf8_json(run.to_mastra()) + b"\n"
 
 
 def _run_block(run: Any) -> bytes:

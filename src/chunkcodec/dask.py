@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from . import _reference, bulk
+from ._jsonout import no_lone_surrogates
 
 __all__ = ["read_chunks", "read_runs", "CHUNK_COLUMNS"]
 
@@ -62,11 +63,16 @@ def _chunks_frame(path: str, start: int, end: int | None, framing: str) -> Any:
         idx.text_off[idx.text_off >= 0] += a
         idx.buffer = buf
     run_ids = np.array(idx.run_ids + [None], dtype=object)
+    texts = [idx.text(i) for i in range(len(idx))]
+    try:
+        run_col, text_col = pa.array(run_ids[idx.run], pa.string()), pa.array(texts, pa.string())
+    except UnicodeEncodeError:      # a lone surrogate (a half of a pair cut between deltas): U+FFFD
+        run_col = pa.array(no_lone_surrogates(list(run_ids[idx.run])), pa.string())
+        text_col = pa.array(no_lone_surrogates(texts), pa.string())
     return pa.table({
         "source": pa.array([path] * len(idx), pa.string()), "offset": idx.offset, "length": idx.length,
         "type": pa.array(np.array(bulk.TYPE_NAMES, dtype=object)[idx.type], pa.string()),
-        "run_id": pa.array(run_ids[idx.run], pa.string()),
-        "text": pa.array([idx.text(i) for i in range(len(idx))], pa.string()),
+        "run_id": run_col, "text": text_col,
     }).to_pandas(types_mapper=pd.ArrowDtype)
 
 
