@@ -527,6 +527,30 @@ def test_lone_surrogates_in_the_arrow_tables_and_the_json_lines(tmp_path, capsys
     assert b"\\udc00" in out and json.loads(out)["text"] == "a\udc00b" == runs[0].text
 
 
+def test_a_tool_that_returned_nothing_in_every_output(tmp_path, capsysbinary):
+    """A tool that returns undefined: JSON.stringify leaves `result` out of its tool-result.  The
+    Arrow tables and Parquet give a null, the text format `undefined`, the JSON lines no key
+    (before: the text and Parquet formats failed on it, Parquet with a traceback).  Found by
+    random streams through the command line."""
+    pytest.importorskip("pyarrow")
+    env = {"runId": "r", "from": "AGENT"}
+    lines = [{"type": "tool-call", **env, "payload": {"toolCallId": "c", "toolName": "w", "args": {}}},
+             {"type": "tool-result", **env, "payload": {"toolCallId": "c", "toolName": "w"}},
+             {"type": "finish", **env, "payload": {"stepResult": {"reason": "stop"}, "output": {"usage": {}}}}]
+    p = tmp_path / "void.ndjson"
+    p.write_bytes(b"".join(json.dumps(d).encode() + b"\n" for d in lines))
+    runs = list(bulk.reconstruct(p))
+    assert bulk.runs_to_arrow(runs).to_pylist()[0]["tool_results"] == [
+        {"tool_call_id": "c", "tool_name": "w", "result": None}]
+    assert cli.main(["reconstruct", str(p), "--format", "parquet", "-o", str(tmp_path / "o.parquet")]) == 0
+    capsysbinary.readouterr()
+    assert cli.main(["reconstruct", str(p)]) == 0
+    assert b"  tool-result w undefined\n" in capsysbinary.readouterr().out
+    assert cli.main(["reconstruct", str(p), "--format", "json"]) == 0
+    assert json.loads(capsysbinary.readouterr().out)["toolResults"][0]["payload"] == {"toolCallId": "c",
+                                                                                      "toolName": "w"}
+
+
 def test_cli_reconstruct_parquet(tmp_path, capsysbinary):
     pq = pytest.importorskip("pyarrow.parquet")
     from chunkcodec.cli import main

@@ -1456,7 +1456,11 @@ RUN_COLUMNS = ("run_id", "status", "finish_reason", "text", "reasoning_text") + 
 
 
 def _json_text(value: Any) -> str | None:
-    return None if value is None else utf8_json(msgspec.to_builtins(value)).decode()
+    """value as JSON text, None (a null) for None and for an absent value (UNSET: a tool that
+    returned nothing has no result)."""
+    if value is None or value is msgspec.UNSET:
+        return None
+    return utf8_json(msgspec.to_builtins(value)).decode()
 
 
 def _tool_rows(chunks: list, value: str) -> list:

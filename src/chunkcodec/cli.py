@@ -131,26 +131,38 @@ def _cat(args: argparse.Namespace, out: BinaryIO) -> int:
     return 1 if bad else 0
 
 
+def _js(value: Any) -> str:
+    """A value of a chunk as JSON text for the text format; an absent one (UNSET: a tool that
+    returned nothing has no result) as JavaScript's undefined."""
+    if value is msgspec.UNSET:
+        return "undefined"
+    return json.dumps(msgspec.to_builtins(value), ensure_ascii=False)
+
+
+def _name(chunk: Any) -> str:
+    name = getattr(chunk.payload, "toolName", msgspec.UNSET)
+    return name if isinstance(name, str) else "-"
+
+
 def _run_text(run: Any) -> str:
     usage = {k: v for k, v in (run.total_usage or {}).items() if k != "raw"}
     lines = [f"run {run.run_id}  status={run.status}  finish={run.finish_reason}  "
              f"tokens={json.dumps(usage, separators=(',', ':'))}"]
     if run.error is not None:
         err = run.error.get("message", run.error) if isinstance(run.error, dict) else run.error
-        lines.append("  error: " + json.dumps(msgspec.to_builtins(err), ensure_ascii=False))
+        lines.append("  error: " + _js(err))
     if run.tripwire is not None:
-        lines.append("  tripwire: " + json.dumps(msgspec.to_builtins(run.tripwire), ensure_ascii=False)[:200])
+        lines.append("  tripwire: " + _js(run.tripwire)[:200])
     if run.reasoning_text:
         lines.append("  reasoning: " + json.dumps(run.reasoning_text, ensure_ascii=False))
     for c in run.tool_calls:
-        lines.append(f"  tool-call {c.payload.toolName} {json.dumps(msgspec.to_builtins(c.payload.args), ensure_ascii=False)}")
+        lines.append(f"  tool-call {_name(c)} {_js(c.payload.args)}")
     for r in run.tool_results:
-        lines.append(f"  tool-result {r.payload.toolName} "
-                     f"{json.dumps(msgspec.to_builtins(r.payload.result), ensure_ascii=False)[:200]}")
+        lines.append(f"  tool-result {_name(r)} {_js(getattr(r.payload, 'result', msgspec.UNSET))[:200]}")
     for e in run.tool_errors:
-        lines.append(f"  tool-error {e.payload.toolName}")
+        lines.append(f"  tool-error {_name(e)}")
     if run.object is not None:
-        lines.append("  object: " + json.dumps(msgspec.to_builtins(run.object), ensure_ascii=False)[:200])
+        lines.append("  object: " + _js(run.object)[:200])
     lines.append("  text: " + json.dumps(run.text, ensure_ascii=False))
     return "\n".join(lines) + "\n"
 
