@@ -242,12 +242,19 @@ def _run_chunks(rng, rid, nested=True):
     return out
 
 
+#: Payload keys a chunk may leave out (a tool that returned undefined has no result...), which
+#: random_stream drops now and then.
+_OPTIONAL = {"tool-call": ("args",), "tool-result": ("result", "args"), "tool-error": ("error",),
+             "error": ("error",), "step-finish": ("output", "metadata", "stepResult", "messages"),
+             "finish": ("output", "metadata", "stepResult"), "source": ("url", "title")}
+
+
 def random_stream(rng):
     """(framing, data, corrupted) of one to four random runs interleaved chunk by chunk, each run's
     chunks in order; written in one of several JSON styles (Mastra's, json.dumps's spaces, sorted
     keys, \\u escapes, an unknown key), framed one of several ways (CRLF, SSE fields before the
-    data line...); corrupted: some frames have bytes deleted, inserted or overwritten, or are not
-    UTF-8 (a lone surrogate written as bytes)."""
+    data line...), optional payload keys left out now and then; corrupted: some frames have bytes
+    deleted, inserted or overwritten, or are not UTF-8 (a lone surrogate written as bytes)."""
     import json
     import re
 
@@ -260,6 +267,10 @@ def random_stream(rng):
         pos[r] += 1
         if pos[r] == len(runs[r]):
             live.remove(r)
+    for o in objs:
+        keys = _OPTIONAL.get(o["type"])
+        if keys and rng.random() < 0.15:
+            o["payload"] = {k: v for k, v in o["payload"].items() if k not in keys or rng.random() < 0.5}
     style = rng.choice(["mastra", "mastra", "spaces", "sorted", "ascii", "unknown key"])
 
     def dump(o):
