@@ -76,3 +76,22 @@ def test_read_chunks_takes_a_lone_surrogate(tmp_path):
         for blocksize in (None, 90):
             df = cd.read_chunks(p, blocksize=blocksize).compute()
             assert list(df["text"]) == ["a\ufffd", "\ufffdb", "c"]
+
+
+def test_read_chunks_in_small_ranges_of_random_streams_equal_one_scan(tmp_path):
+    """Logs of random streams (tests/util.py random_stream: several framings, SSE fields, CRLF,
+    corrupt frames, lone surrogates) split into byte ranges of a few KB: the partitions' frames are
+    the one scan's, each once, in order."""
+    import random
+    import dask
+    from util import random_log
+    from chunkcodec import dask as cd
+    rng = random.Random(8)
+    with dask.config.set(scheduler="synchronous"):
+        for i in range(6):
+            fr, data = random_log(rng, 20000)
+            p = tmp_path / f"s{i}.{fr}"
+            p.write_bytes(data)
+            idx = bulk.scan(p, workers=1)
+            df = cd.read_chunks(p, blocksize=rng.choice([700, 3000])).compute()
+            assert list(zip(df["offset"], df["length"])) == list(zip(idx.offset.tolist(), idx.length.tolist())), i

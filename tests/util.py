@@ -293,3 +293,15 @@ def random_stream(rng):
     if framing == "sse" and rng.random() < 0.5:
         data += b"data: [DONE]\n\n"
     return framing, data, bad
+
+
+def random_log(rng, size):
+    """(framing, data): random streams of one framing, one after another, till size bytes: a log
+    of them (random_stream)."""
+    fr = rng.choice(["sse", "ndjson", "rs"])
+    parts = []
+    while sum(map(len, parts)) < size:
+        framing, data, _ = random_stream(rng)
+        if framing == fr:
+            parts.append(data)
+    return fr, b"".join(parts)
