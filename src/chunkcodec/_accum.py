@@ -748,7 +748,8 @@ def _run_of(acc: "AccumulatorBase", run_id: Any, from_: Any) -> _Run:
         if run is None:
             run = acc._current = acc._runs[None] = _Run(acc, None, from_)
             acc._main = acc._main or run
-        acc._runless_into.add(run.run_id)
+        if acc._runless_into is not None:
+            acc._runless_into.add(run.run_id)
         return run
     run = acc._runs.get(run_id)
     if run is None:
@@ -802,8 +803,10 @@ class AccumulatorBase:
         self._main: Optional[_Run] = None
         #: the runIds of the runs that chunks without runId joined (None: a run of their own, made
         #: when no run was current).  Such a chunk belongs to the run current then, a tie to the
-        #: chunks before it that bulk.reconstruct's workers must not cut.
-        self._runless_into: set = set()
+        #: chunks before it that bulk.reconstruct's workers must not cut.  None (not kept) unless
+        #: set to a set: kept, it grows by a run id for each such run, which a reader that hands
+        #: runs out as they finish (pop_finished) would hold for ever.
+        self._runless_into: Optional[set] = None
         self._tool_args: Dict[str, _ToolArgs] = {}
         self._decoder: Any = None
         self._closed = False

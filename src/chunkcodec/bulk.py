@@ -1080,6 +1080,7 @@ def _reconstruct_range(buf: Any, framing: str, fr: int, a: int, b: int, piece: i
     else:
         framing = _reference._NAMES[fr]     # (frames cut out: no byte-order mark, no detection)
     acc = Accumulator(framing, errors="strict" if strict and only is None else "keep")
+    acc._runless_into = set()       # (what ties this range to the one before: see _split_runs)
     last = a                                 # the last frame boundary in what was fed
     try:
         for cell, data in pieces:
