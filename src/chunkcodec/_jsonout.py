@@ -76,13 +76,13 @@ def utf8_json(obj: Any) -> bytes:
 
 def no_lone_surrogates(v: Any) -> Any:
     """v for an Arrow string column, which holds UTF-8: a str's lone surrogates as U+FFFD (in
-    lists, tuples and dict values too)."""
+    lists, tuples and dicts too)."""
     if isinstance(v, str):
         return _SURR.sub("\ufffd", v)
     if isinstance(v, (list, tuple)):
         return type(v)(no_lone_surrogates(x) for x in v)
     if isinstance(v, dict):
-        return {k: no_lone_surrogates(x) for k, x in v.items()}
+        return {no_lone_surrogates(k): no_lone_surrogates(x) for k, x in v.items()}
     return v
 
 

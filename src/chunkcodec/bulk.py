@@ -1494,11 +1494,14 @@ def _run_row(r: Any) -> tuple:
 def _rows_table(rows: list) -> Any:
     """A pyarrow Table of _run_row tuples."""
     pa = _pyarrow()
-    cols = list(zip(*rows)) if rows else [()] * len(RUN_COLUMNS)
-    try:
+
+    def table(rows: list) -> Any:
+        cols = list(zip(*rows)) if rows else [()] * len(RUN_COLUMNS)
         return pa.Table.from_pydict({c: list(v) for c, v in zip(RUN_COLUMNS, cols)}, schema=_arrow_schema(pa))
+    try:
+        return table(rows)
     except UnicodeEncodeError:      # a lone surrogate in a text or an id: U+FFFD (Arrow holds UTF-8)
-        return _rows_table([no_lone_surrogates(r) for r in rows])
+        return table([no_lone_surrogates(r) for r in rows])
 
 
 def runs_to_arrow(runs: Iterable[Any]) -> Any:
