@@ -311,8 +311,8 @@ cdef inline int _start_kind(const char* p, Py_ssize_t n, int fr) noexcept:
     them: _START_FINISH as _finish_prefix says; _START_OTHER as a tool-call or tool-result frame
     (type first) or a step-start frame (runId, from, then type), types the C delta loop never takes
     (it would refuse a finish frame at once, and read the others through first); _START_ANY
-    otherwise (a delta, an event the loop reads, anything else).  (Only a matter of speed: what the loop would take or refuse, the general path
-    decides alike.)"""
+    otherwise (a delta, an event the loop reads, anything else).  (Only a matter of speed: what the
+    loop would take or refuse, the general path decides alike.)"""
     cdef const char* q
     if fr == CC_FRAMING_SSE:
         if n <= 6 or p[0] != b'd' or memcmp(p, b"data: ", 6) != 0:
