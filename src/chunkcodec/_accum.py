@@ -27,10 +27,10 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Dict, Iterator, List, Optional
+from typing import Any, Dict, Iterator, List, Optional, Union
 
 import msgspec
-from msgspec import UNSET
+from msgspec import UNSET, UnsetType
 
 from . import chunks as _c
 from ._model import convert_item
@@ -45,6 +45,10 @@ _DETAIL = ("reasoningTokens", "cachedInputTokens", "cacheCreationInputTokens",
            "cacheCreationInputTokens5m", "cacheCreationInputTokens1h")
 _DETAIL_SET = frozenset(_DETAIL)
 _USAGE_KEYS = _PRIMARY + _DETAIL
+#: the keys updateUsageCount reads, in its order
+_UPDATE_ORDER = _USAGE_KEYS + ("raw",)
+_UPDATE_INDEX = {k: i for i, k in enumerate(_UPDATE_ORDER)}
+_RAW = _UPDATE_INDEX["raw"]
 
 
 def _v(x: Any) -> Any:
@@ -53,6 +57,52 @@ def _v(x: Any) -> Any:
 
 def _num(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _truthy(x: Any) -> bool:
+    """JavaScript truthiness of a JSON value (UNSET: undefined).  Objects and arrays are truthy,
+    empty or not."""
+    if x is UNSET or x is None or x is False:
+        return False
+    if isinstance(x, (str, int, float)):
+        return bool(x)
+    return True
+
+
+def _js_key(x: Any) -> str:
+    """The property key JavaScript makes of a JSON value used as one (``obj[payload.id]``)."""
+    if type(x) is str:
+        return x
+    if x is UNSET:
+        return "undefined"
+    if x is None:
+        return "null"
+    if x is True or x is False:
+        return "true" if x else "false"
+    if isinstance(x, float) and x.is_integer() and abs(x) < 1e21:
+        return str(int(x))
+    return str(x) if isinstance(x, (int, float)) else json.dumps(x)
+
+
+def _js_index(k: str) -> int:
+    """k as an array index (the keys JavaScript lists first, in numeric order), or -1."""
+    if k.isdigit() and k.isascii() and (k == "0" or k[0] != "0"):
+        n = int(k)
+        if n < 4294967295:
+            return n
+    return -1
+
+
+def _js_values(d: dict) -> list:
+    """``Object.values`` of an object kept as a dict in insertion order: the keys that are array
+    indices first, in numeric order, then the others in insertion order."""
+    idx = [(n, k) for k in d for n in (_js_index(k),) if n >= 0]
+    if not idx:
+        return list(d.values())
+    idx.sort()
+    out = [d[k] for _, k in idx]
+    out.extend(v for k, v in d.items() if _js_index(k) < 0)
+    return out
 
 
 #: Ranges up to this many bytes are sliced (copied) before decoding; longer ones are decoded
@@ -183,15 +233,17 @@ class _Part:
 
 
 class _ToolArgs:
-    __slots__ = ("id", "name", "buf", "start", "parser", "fed")
+    __slots__ = ("id", "name", "buf", "start", "parser", "fed", "mark")
 
     def __init__(self, id_: str, name: Any, buf: Any, start: Any) -> None:
         self.id = id_
         self.name = name
         self.buf = buf
-        self.start = start      # the tool-call-input-streaming-start payload (or None)
+        # the tool-call-input-streaming-start payload since the last -end (None: none)
+        self.start = start
         self.parser: Optional[PartialJSON] = None
         self.fed = 0            # bytes of buf the parser has seen
+        self.mark = 0           # where the deltas since the last -end start in buf
 
 
 class _PendingCall:
@@ -199,17 +251,20 @@ class _PendingCall:
     its place (as one nearly always does): what it is made from, as it stood then.  make() builds
     it, when a result() needs it."""
 
-    __slots__ = ("ta", "end", "name", "start")
+    __slots__ = ("ta", "begin", "end", "name", "start")
 
     def __init__(self, ta: _ToolArgs) -> None:
         self.ta = ta
-        self.end = len(ta.buf)      # (argument deltas arriving later are not its own)
+        # its argument deltas: those since the previous -end for the id (Mastra keeps them per
+        # call and drops them at the -end), not those arriving later
+        self.begin = ta.mark
+        self.end = len(ta.buf)
         self.name = ta.name
         self.start = ta.start
 
     def make(self, run: "_Run") -> Any:
         kw: Dict[str, Any] = {"toolCallId": self.ta.id, "toolName": self.name or "",
-                              "args": parse_args(self.ta.buf.text(0, self.end))}
+                              "args": parse_args(self.ta.buf.text(self.begin, self.end))}
         s = self.start
         if s is not None:
             for k in ("providerExecuted", "providerMetadata", "dynamic", "title"):
@@ -221,30 +276,35 @@ class _PendingCall:
 
 
 class _Step:
-    __slots__ = ("index", "t0", "r0", "t1", "r1", "tool_call_ids", "tool_result_ids", "sources",
-                 "files", "warnings", "reason", "usage", "pm", "resp_id", "model_id")
+    """A step: what arrived from the previous step-finish to its own (Mastra's ``bufferedByStep``;
+    a step-start changes nothing there): ranges of the run's buffers, and the places of its tool
+    calls and results in the run's lists."""
 
-    def __init__(self, index: int, t0: int, r0: int, warnings: Any) -> None:
+    __slots__ = ("index", "t0", "r0", "t1", "r1", "calls", "results", "sources",
+                 "files", "warnings", "reason", "usage", "pm", "resp_id", "model_id", "trip")
+
+    def __init__(self, index: int, t0: int, r0: int) -> None:
         self.index = index
         self.t0, self.r0 = t0, r0
         self.t1 = self.r1 = -1
-        self.tool_call_ids: list = []
-        self.tool_result_ids: list = []
+        self.calls: list = []       # indices in the run's call_list
+        self.results: list = []     # indices in the run's tool_results
         self.sources: list = []
         self.files: list = []
-        self.warnings = warnings if isinstance(warnings, list) else []
+        self.warnings: Any = []
         self.reason = None
         self.usage: dict = {}
         self.pm = None
         self.resp_id = self.model_id = None
+        self.trip = False           # its step-finish carried a tripwire: its text is ""
 
 
 class _Run:
     __slots__ = ("new_buf", "all_tool_args", "run_id", "from_", "text", "rbuf", "open_text", "open_reasoning",
-                 "text_pm", "reasoning", "saw_reasoning", "seq", "steps", "cur", "tool_calls", "pending", "tool_args",
-                 "tool_results", "tool_errors", "sources", "files", "any_tool", "u", "u_dead", "u_raw",
-                 "u_steps", "finish_usage", "finish_reason", "terminal", "status", "finished", "error",
-                 "tripwire", "object", "suspend_payload", "pm")
+                 "text_pm", "rdet", "saw_reasoning", "seq", "steps", "cur", "tool_calls", "call_list", "pending",
+                 "tool_args", "tool_results", "tool_errors", "sources", "files", "u", "u_max", "u_sorted", "warnings",
+                 "finish_reason", "status", "finished", "suspended", "error", "tripwire", "trip", "object", "obj_state",
+                 "suspend_payload", "pm")
 
     def __init__(self, acc: "AccumulatorBase", run_id: Optional[str], from_: Any) -> None:
         # (no reference back to acc: a run that holds its accumulator makes a reference cycle, and
@@ -258,31 +318,44 @@ class _Run:
         self.open_text: Dict[Any, _Part] = {}
         self.open_reasoning: Dict[Any, _Part] = {}
         self.text_pm: Dict[Any, Any] = {}
-        self.reasoning: List[_Part] = []
+        # Mastra's reasoning entries, a JavaScript object keyed by payload.id (_js_key): key ->
+        # [id, providerMetadata, the parts written since the id's reasoning-start]
+        self.rdet: Dict[str, list] = {}
         self.saw_reasoning = False
         self.seq: list = []            # message parts in stream order: (kind, value)
         self.steps: List[_Step] = []
         self.cur: Optional[_Step] = None
-        self.tool_calls: Dict[str, Any] = {}   # toolCallId -> the chunk, or a _PendingCall
-        self.pending = False                   # tool_calls holds a _PendingCall
+        # the tool calls in the order Mastra lists them: chunks, or _PendingCalls; tool_calls:
+        # toolCallId -> the index of the first (which a later tool-call of that id only fills in)
+        self.call_list: list = []
+        self.tool_calls: Dict[str, int] = {}
+        self.pending = False                   # call_list holds a _PendingCall
         self.tool_args: Dict[str, _ToolArgs] = {}
         self.tool_results: list = []
         self.tool_errors: list = []
         self.sources: list = []
         self.files: list = []
-        self.any_tool = False
+        # the usage counters (Mastra's #usageCount): the totals, the detail counters and raw, each
+        # once some step reported it
         self.u: Dict[str, Any] = {}
-        self.u_dead: set = set()
-        self.u_raw: Any = UNSET
-        self.u_steps = 0
-        self.finish_usage: Any = UNSET
+        # whether u's keys are in Mastra's order (_UPDATE_ORDER: then the usage is u as it is),
+        # and the place in that order of the last key it took
+        self.u_sorted = True
+        self.u_max = -1
+        self.warnings: Any = []    # the last step-finish's (Mastra's #warnings)
         self.finish_reason: Optional[str] = None
-        self.terminal: Optional[str] = None   # error | abort | tripwire | suspended
         self.status = "running"
         self.finished = False     # a finish chunk arrived: nothing more is expected
+        self.suspended = False    # a tool-call-approval/-suspended arrived
         self.error: Optional[dict] = None
         self.tripwire: Optional[dict] = None
+        # a tripwire chunk ends the run where it is (Mastra stops reading the stream there): what
+        # the run had then, (text end, steps, usage, warnings, status, error); None till then
+        self.trip: Optional[tuple] = None
         self.object: Any = None
+        # Mastra's object promise: 0 pending, 1 resolved (by the first object-result), 2 rejected
+        # (by an error chunk while pending)
+        self.obj_state = 0
         self.suspend_payload: Optional[dict] = None
         self.pm: Any = None
 
@@ -300,106 +373,200 @@ class _Run:
 
     # -- steps -------------------------------------------------------------------------------
     def step(self) -> _Step:
+        """The step being written: from the end of the previous one (made at its first content)."""
         if self.cur is None:
-            self.cur = _Step(len(self.steps), len(self.text), len(self.rbuf), None)
+            steps = self.steps
+            if steps:
+                prev = steps[-1]
+                self.cur = _Step(len(steps), prev.t1, prev.r1)
+            else:
+                self.cur = _Step(0, 0, 0)
         return self.cur
 
     def step_start(self, warnings: Any) -> None:
-        if self.cur is not None and self.cur.t1 < 0 and (
-                len(self.text) > self.cur.t0 or len(self.rbuf) > self.cur.r0
-                or self.cur.tool_call_ids or self.cur.sources or self.cur.files):
-            return  # a step-start inside a step that already has content: keep the step
-        self.cur = _Step(len(self.steps), len(self.text), len(self.rbuf), warnings)
+        """A step-start: nothing for MastraModelOutput (a step is what arrives between two
+        step-finishes; its warnings are the step-finish's)."""
 
     def step_finish(self, reason: Any, warnings: Any, usage: Any, resp_id: Any, model_id: Any,
-                    pm: Any) -> None:
+                    pm: Any, trip: Any = UNSET) -> None:
         st = self.step()
         st.t1, st.r1 = len(self.text), len(self.rbuf)
         st.reason = reason if isinstance(reason, str) else None
-        if isinstance(warnings, list):
-            st.warnings = warnings
+        # (stepResult.warnings || [], which is also the run's warnings from then on)
+        self.warnings = st.warnings = warnings if _truthy(warnings) else []
         st.usage = usage if isinstance(usage, dict) else {}
-        st.resp_id = resp_id if isinstance(resp_id, str) else None
-        st.model_id = model_id if isinstance(model_id, str) else None
+        # (response.id: metadata.id, else ""; response.modelId: metadata.modelId || "")
+        st.resp_id = resp_id if isinstance(resp_id, str) else ""
+        st.model_id = model_id if isinstance(model_id, str) and model_id else ""
         st.pm = pm if isinstance(pm, dict) else None
+        st.trip = _truthy(trip)
         self.steps.append(st)
         self.cur = None
         self._add_usage(st.usage)
-        if self.terminal is None and st.reason is not None:
-            self.finish_reason = st.reason
-        if st.pm is not None:
-            self.pm = st.pm
 
     def _add_usage(self, usage: dict) -> None:
-        self.u_steps += 1
-        u, dead = self.u, self.u_dead
-        for k in _PRIMARY:
-            if k in dead:
-                continue
-            v = usage.get(k)
-            if type(v) is int or type(v) is float or _num(v):
-                u[k] = u.get(k, 0) + v
-            else:
-                dead.add(k)
-                u.pop(k, None)
-        # the detail counters, in any order (usage() puts them in Mastra's): a walk of the few
-        # keys there are, not a lookup of each of the five (nor a call of isdisjoint, which
-        # compiled is a generic method call, a quarter of this method's time)
+        """Mastra's updateUsageCount: each counter the step reports is added to the run's (a
+        reported null adds 0, as JavaScript's + does, and makes the counter reported), and raw is
+        the last one reported."""
+        u = self.u
+        fresh = None
         for k, v in usage.items():
-            if k in _DETAIL_SET and v is not None and _num(v):
-                u[k] = u.get(k, 0) + v
-        self.u_raw = usage.get("raw", UNSET)
+            i = _UPDATE_INDEX.get(k, -1)
+            if i < 0:
+                continue
+            if k not in u:
+                if fresh is None:
+                    fresh = []
+                fresh.append((i, k))
+            elif i == _RAW:
+                u[k] = v
+            else:
+                if type(v) is not int and type(v) is not float:
+                    if v is None or v is True or v is False:
+                        v = 1 if v is True else 0
+                    else:
+                        continue    # (a string or a container: JavaScript would concatenate; README)
+                cur = u[k]
+                if type(cur) is int or type(cur) is float:
+                    u[k] = cur + v
+                elif cur is None or cur is True or cur is False:   # (a finish's null, say)
+                    u[k] = (1 if cur is True else 0) + v
+        if fresh is not None:
+            self._fresh_usage(fresh, usage, True)
 
-    def finish_frame(self, step: bool, f: tuple) -> None:
-        """A step-finish (step) or finish frame, its fields as pick_finish gives them."""
+    def _fresh_usage(self, fresh: list, usage: dict, add: bool) -> None:
+        """Counters (and raw) the run has not had yet, (place in _UPDATE_ORDER, key), from a step's
+        usage (add) or a finish's: they take their places in the order Mastra reads them."""
+        u = self.u
+        if len(fresh) > 1:
+            prev = -1
+            for e in fresh:     # (as a rule they come in that order already)
+                if e[0] < prev:
+                    fresh.sort()
+                    break
+                prev = e[0]
+        for e in fresh:
+            i = e[0]
+            k = e[1]
+            v = usage[k]
+            if add and i != _RAW and type(v) is not int and type(v) is not float:
+                if v is None or v is True or v is False:
+                    v = 1 if v is True else 0
+                else:
+                    continue
+            if i < self.u_max:
+                self.u_sorted = False
+            else:
+                self.u_max = i
+            u[k] = v
+
+    def finish_frame(self, step: bool, f: tuple, trip: Any = UNSET) -> None:
+        """A step-finish (step) or finish frame, its fields as pick_finish gives them; trip: the
+        tripwire of the last entry of its output.steps, read when stepResult.reason is
+        "tripwire" (UNSET otherwise)."""
         if step:    # (the arguments one by one: a call with *f goes through Python on the native path)
-            self.step_finish(f[0], f[1], f[2], f[3], f[4], f[5])
+            self.step_finish(f[0], f[1], f[2], f[3], f[4], f[5], trip)
         else:
-            self.finish(f[0], f[2], f[5])
+            self.finish(f[0], f[2], f[5], trip)
 
-    def finish(self, reason: Any, usage: Any, pm: Any) -> None:
+    def finish(self, reason: Any, usage: Any, pm: Any, trip: Any = UNSET) -> None:
         self.finished = True
-        if isinstance(usage, dict):
-            self.finish_usage = usage
-        if isinstance(pm, dict):
-            self.pm = pm
-        if self.terminal is None:
+        if self.status != "failed" and self.status != "canceled":
             self.status = "success"
-            if isinstance(reason, str):
-                self.finish_reason = reason
+        if self.status == "canceled":
+            self.finish_reason = "aborted"
+        elif _truthy(reason):
+            self.finish_reason = reason if isinstance(reason, str) else None
+        if reason == "tripwire" and (self.status != "canceled" or _truthy(trip)):
+            t = trip if isinstance(trip, dict) else {}
+            tw = {"reason": t.get("reason") if _truthy(t.get("reason")) else "Processor tripwire triggered"}
+            for k in ("retry", "metadata", "processorId"):
+                if k in t:
+                    tw[k] = t[k]
+            self.tripwire = tw
+        if isinstance(usage, dict):
+            # populateUsageCount: the counters no step reported, from the finish's usage.  On
+            # the wire a finish carries the run's counters with a total nobody reported written
+            # as 0 (Mastra's "?? 0" when it forwards the frame): such a 0 is not taken.
+            u = self.u
+            fresh = None
+            for k, v in usage.items():
+                if k not in u:
+                    i = _UPDATE_INDEX.get(k, -1)
+                    if i < 0 or i < 3 and v == 0 and (type(v) is int or type(v) is float):
+                        continue
+                    if fresh is None:
+                        fresh = []
+                    fresh.append((i, k))
+            if fresh is not None:
+                self._fresh_usage(fresh, usage, False)
+        # the run's providerMetadata is the finish's; its last step takes it if it has none
+        self.pm = None if pm is UNSET else pm
+        if self.pm is not None and self.steps and self.steps[-1].pm is None:
+            self.steps[-1].pm = self.pm
 
     def usage(self) -> Dict[str, Any]:
-        if self.terminal is not None:
-            return {}
-        if self.u_steps == 0 and isinstance(self.finish_usage, dict):
-            return dict(self.finish_usage)
+        """The counters as Mastra's #usageCount lists them: the three totals first, the others in
+        the order they were first reported."""
         u = self.u
-        # the totals are always first and in order (a total missing from the first step is
-        # dead); detail counters are in the order they first appeared, so they are put in order
-        out = dict(u) if _DETAIL_SET.isdisjoint(u) else {k: u[k] for k in _USAGE_KEYS if k in u}
-        if self.u_raw is not UNSET:
-            out["raw"] = self.u_raw
+        if self.u_sorted:       # (the usual case: u is in that order already)
+            return dict(u)
+        out = {k: u[k] for k in _PRIMARY if k in u}
+        for k, v in u.items():
+            if _UPDATE_INDEX.get(k, 3) >= 3:
+                out[k] = v
         return out
 
     def total_usage(self, usage: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
-        """(usage: what usage() gives now, when the caller has it)"""
-        if self.terminal == "tripwire":
-            return {}
-        if self.terminal is not None:
-            return {"totalTokens": 0}
-        out = self.usage() if usage is None else dict(usage)
-        if "totalTokens" not in out and _num(out.get("inputTokens")) and _num(out.get("outputTokens")):
-            out["totalTokens"] = out["inputTokens"] + out["outputTokens"]
-            # keep Mastra's key order: totals before details
-            out = {k: out[k] for k in _USAGE_KEYS + ("raw",) if k in out}
+        """Mastra's #getTotalUsage (usage: what usage() gives now, when the caller has it): the
+        counters in a fixed order, totalTokens made of the input, output and reasoning ones
+        when no step reported it."""
+        u = self.usage() if usage is None else usage
+        if self.u_sorted and "totalTokens" in u:     # (the usual case: usage() is in that order)
+            return dict(u)
+        out: Dict[str, Any] = {}
+        if "inputTokens" in u:
+            out["inputTokens"] = u["inputTokens"]
+        if "outputTokens" in u:
+            out["outputTokens"] = u["outputTokens"]
+        if "totalTokens" in u:
+            out["totalTokens"] = u["totalTokens"]
+        else:
+            total: Any = 0
+            for k in ("inputTokens", "outputTokens", "reasoningTokens"):
+                v = u.get(k)
+                if v is not None:
+                    total = total + v
+            out["totalTokens"] = total
+        for k in _DETAIL:
+            if k in u:
+                out[k] = u[k]
+        if "raw" in u:
+            out["raw"] = u["raw"]
         return out
 
-    def terminate(self, kind: str, status: Optional[str], reason: str) -> None:
-        if self.terminal is None:
-            self.terminal = kind
-            self.finish_reason = reason
-            if status is not None:
-                self.status = status
+    def fail(self, error: dict) -> None:
+        """An error chunk: the run failed (its finish, which Mastra still sends, gives the finish
+        reason)."""
+        self.error = error
+        self.status = "failed"
+        if not self.finished:
+            self.finish_reason = "error"
+        if self.obj_state == 0:
+            self.obj_state = 2
+
+    def trip_wire(self, p: dict) -> None:
+        """A tripwire chunk: Mastra resolves the run as it stands and reads no further."""
+        if self.trip is not None:
+            return
+        reason = p.get("reason")
+        tw = {"reason": reason if _truthy(reason) else "Content blocked"}
+        for k in ("retry", "metadata", "processorId"):
+            if k in p:
+                tw[k] = p[k]
+        self.tripwire = tw
+        self.finish_reason = "other"
+        self.trip = (len(self.text), len(self.steps), self.usage(), self.warnings, self.status, self.error)
 
     # -- text and reasoning ------------------------------------------------------------------
     def text_part(self, id_: Any, pm: Any) -> _Part:
@@ -425,21 +592,41 @@ class _Run:
             part.seal()
         self.text_pm.pop(id_, None)
 
-    def reasoning_part(self, id_: Any, pm: Any, start: bool) -> _Part:
+    def reasoning_part(self, id_: Any, pm: Any, start: int) -> _Part:
+        """The open reasoning part for id; start: 0 for a delta (opens one if none is open), 1
+        for a reasoning-start (a new part, and a new reasoning entry for the id), 2 for a
+        redacted-reasoning (a new part, no entry: MastraModelOutput does not list those)."""
         part = self.open_reasoning.get(id_)
         if part is None or start:
             if part is not None:
                 part.seal()
             part = _Part("reasoning", id_, self.rbuf, pm)
             self.open_reasoning[id_] = part
-            self.reasoning.append(part)
+            if start == 1:
+                # (an id seen before keeps its place in the object, with the new entry)
+                self.rdet[_js_key(id_)] = [id_, pm, [part]]
+            elif start == 0:
+                e = self.rdet.get(_js_key(id_))
+                if e is not None:
+                    e[2].append(part)
             self.step()
         elif pm is not UNSET:
             part.set_pm(pm)
+        if start == 0 and pm is not UNSET and _truthy(pm):
+            e = self.rdet.get(_js_key(id_))
+            if e is not None:
+                e[1] = pm
         return part
 
+    def reasoning_end(self, id_: Any, pm: Any) -> None:
+        """A reasoning-end: its providerMetadata, when truthy, is its entry's."""
+        if _truthy(pm):
+            e = self.rdet.get(_js_key(id_))
+            if e is not None:
+                e[1] = pm
+
     def reasoning_delta(self, id_: Any, pm: Any) -> _Part:
-        part = self.reasoning_part(id_, pm, False)
+        part = self.reasoning_part(id_, pm, 0)
         self.saw_reasoning = True
         if not part.listed:
             self.seq.append(("span", part))
@@ -457,84 +644,160 @@ class _Run:
             self.step()
         elif start is not None:
             ta.start = start
+            if isinstance(name, str):
+                ta.name = name
         if not ta.name and isinstance(name, str):
             ta.name = name
         return ta
 
-    def tool_call(self, chunk: Any, call_id: str) -> None:
+    def _push_call(self, entry: Any, call_id: Any) -> None:
+        i = len(self.call_list)
+        self.call_list.append(entry)
         if call_id not in self.tool_calls:
+            self.tool_calls[call_id] = i
             self.seq.append(("tool", call_id))
-        self.tool_calls[call_id] = chunk
-        st = self.step()
-        if call_id not in st.tool_call_ids:
-            st.tool_call_ids.append(call_id)
-        self.any_tool = True
+        self.step().calls.append(i)
+
+    def tool_call(self, chunk: Any, call_id: Any) -> None:
+        """A tool-call chunk.  Mastra lists a call once per toolCallId: a later tool-call of an
+        id already listed (the provider's, after the one Mastra made at the end of the
+        arguments' streaming) only fills in what the first lacks."""
+        i = self.tool_calls.get(call_id)
+        if i is not None:
+            self._merge_call(i, chunk)
+            return
+        self._push_call(chunk, call_id)
+        out = chunk.payload.output
+        if type(out) is dict and out.get("from") == "AGENT" and out.get("type") == "finish":
+            # a sub-agent's finish as the call's output: its usage counts for this run
+            fp = out.get("payload")
+            if type(fp) is dict and type(fp.get("usage")) is dict:
+                self._add_usage(fp["usage"])
+
+    def _merge_call(self, i: int, chunk: Any) -> None:
+        e = self.call_list[i]
+        q = chunk.payload
+        if type(e) is _PendingCall:
+            # The tool-call Mastra writes right after the -end is the call it made there: kept as
+            # written (with any key it has beyond those).  Told by its arguments: as a rule their
+            # JSON is the streamed text itself (compared without parsing it), else they are what
+            # parsing that gives.
+            pc = e
+            args = q.args
+            if pc.name == q.toolName or not pc.name:
+                ta = pc.ta
+                enc = _json_encode(args) if args is not UNSET else b""
+                if (pc.end - pc.begin == len(enc) and ta.buf.data.startswith(enc, pc.begin)
+                        or parse_args(ta.buf.text(pc.begin, pc.end)) == args):
+                    self.call_list[i] = chunk
+                    return
+            e = pc.make(self)
+        p = e.payload
+        ch: Dict[str, Any] = {}
+        if _truthy(q.args) and _no_keys(p.args):
+            ch["args"] = q.args
+        if _truthy(q.providerMetadata) and not _truthy(p.providerMetadata):
+            ch["providerMetadata"] = q.providerMetadata
+        if q.dynamic is not UNSET and q.dynamic is not None and (p.dynamic is UNSET or p.dynamic is None):
+            ch["dynamic"] = q.dynamic
+        if _truthy(q.observability) and not _truthy(p.observability):
+            ch["observability"] = q.observability
+        if ch:
+            e = msgspec.structs.replace(e, payload=msgspec.structs.replace(p, **ch))
+        self.call_list[i] = e
 
     def tool_result(self, chunk: Any, call_id: Any) -> None:
+        self.step().results.append(len(self.tool_results))
         self.tool_results.append(chunk)
-        st = self.step()
-        st.tool_result_ids.append(call_id)
-        self.any_tool = True
 
     def input_end(self, call_id: str) -> None:
-        """tool-call-input-streaming-end: the call Mastra makes there, unless one came."""
+        """tool-call-input-streaming-end: Mastra makes the call there, of the arguments streamed
+        since the previous -end, when a -start came since then."""
         ta = self.tool_args.get(call_id)
-        if ta is not None and call_id not in self.tool_calls:
-            self.tool_call(_PendingCall(ta), call_id)
+        if ta is None:
+            return
+        if ta.start is not None:
+            self._push_call(_PendingCall(ta), call_id)
             self.pending = True
+        ta.start = None
+        ta.mark = len(ta.buf)
 
-    def calls(self) -> Dict[str, Any]:
-        """tool_calls, with the pending calls made."""
-        calls = self.tool_calls
+    def calls(self) -> list:
+        """call_list, with the pending calls made."""
+        calls = self.call_list
         if self.pending:
-            for k, c in list(calls.items()):
+            for i, c in enumerate(calls):
                 if type(c) is _PendingCall:
-                    calls[k] = c.make(self)
+                    calls[i] = c.make(self)
             self.pending = False
         return calls
 
     # -- output ------------------------------------------------------------------------------
     def result(self) -> RunOutput:
         # (called once per run by accumulate(): written for speed)
-        done = self.steps
-        last = self.cur if self.cur is not None else (done[-1] if done else None)
         dec = _Memo()
         tbuf, rbuf = self.text, self.rbuf
-        if self.any_tool and last is not None:
-            text = dec.get(tbuf, last.t0, last.t1)
-        else:
-            text = dec.get(tbuf)
-        steps = []
         calls, results = self.calls(), self.tool_results
+        trip = self.trip
+        done = self.steps if trip is None else self.steps[:trip[1]]
+        steps = []
         for st in done:
-            ids, rids = st.tool_call_ids, st.tool_result_ids
+            ci, ri = st.calls, st.results
             steps.append(StepResult(
                 step_type="initial" if st.index == 0 else "tool-result",
-                text=dec.get(tbuf, st.t0, st.t1),
+                text="" if st.trip else dec.get(tbuf, st.t0, st.t1),
                 # (a step without reasoning, the usual one: no call)
-                reasoning_text=dec.get(rbuf, st.r0, st.r1) if st.r1 < 0 or st.r1 > st.r0 else "",
+                reasoning_text=dec.get(rbuf, st.r0, st.r1) if st.r1 > st.r0 else "",
                 finish_reason=st.reason, usage=st.usage,
-                tool_calls=[calls[i] for i in ids if i in calls] if ids else [],
-                tool_results=[c for c in results if _call_id(c) in rids] if rids else [],
+                tool_calls=[calls[i] for i in ci] if ci else [],
+                tool_results=[results[i] for i in ri] if ri else [],
                 sources=st.sources[:], files=st.files[:], warnings=st.warnings,
                 provider_metadata=st.pm, response_id=st.resp_id, response_model_id=st.model_id))
+        if trip is not None:
+            # what Mastra resolves at a tripwire: the text so far, the steps done, and empty lists
+            usage = trip[2]
+            return RunOutput(
+                run_id=self.run_id, text=dec.get(tbuf, 0, trip[0]), reasoning_text=None, reasoning=[],
+                tool_calls=[], tool_results=[], tool_errors=[], usage=usage, total_usage=dict(usage),
+                finish_reason="other", object=None, sources=[], files=[], warnings=trip[3],
+                provider_metadata=None, steps=steps, error=trip[5], tripwire=self.tripwire, status=trip[4],
+                suspend_payload=None, parts=self._parts(dec), invalid_frames=[])
+        # The text: the last step's once a step had tool calls or results (Mastra leaves out the
+        # narration before the tools), unless the run was suspended; everything otherwise.  Till
+        # the finish, the step being written counts as the last.
+        last = self.cur if self.cur is not None and not self.finished else (done[-1] if done else None)
+        tool_step = False
+        for st in done:
+            if st.calls or st.results:
+                tool_step = True
+                break
+        if last is not None and tool_step and not self.suspended:
+            text = "" if last.trip else dec.get(tbuf, last.t0, last.t1)
+        else:
+            text = dec.get(tbuf)
         usage = self.usage()
         return RunOutput(
             run_id=self.run_id, text=text,
             reasoning_text=dec.get(rbuf) if self.saw_reasoning else None,
-            reasoning=[self._reasoning_entry(p, dec) for p in self.reasoning] if self.reasoning else [],
-            tool_calls=list(calls.values()), tool_results=results[:], tool_errors=self.tool_errors[:],
+            reasoning=[self._reasoning_entry(e, dec) for e in _js_values(self.rdet)] if self.rdet else [],
+            tool_calls=calls[:], tool_results=results[:], tool_errors=self.tool_errors[:],
             usage=usage, total_usage=self.total_usage(usage), finish_reason=self.finish_reason,
-            object=self.object, sources=self.sources[:], files=self.files[:],
-            warnings=done[-1].warnings if done else [], provider_metadata=self.pm, steps=steps,
+            # (a run that stays suspended resolves its object as undefined)
+            object=None if self.status == "suspended" else self.object,
+            sources=self.sources[:], files=self.files[:],
+            warnings=self.warnings, provider_metadata=self.pm, steps=steps,
             error=self.error, tripwire=self.tripwire, status=self.status,
             suspend_payload=self.suspend_payload, parts=self._parts(dec), invalid_frames=[])
 
-    def _reasoning_entry(self, p: _Part, dec: _Memo) -> dict:
-        payload: Dict[str, Any] = {"id": p.id}
-        if p.pm is not UNSET and p.pm is not None:
-            payload["providerMetadata"] = p.pm
-        payload["text"] = p.text(dec)
+    def _reasoning_entry(self, e: list, dec: _Memo) -> dict:
+        """A reasoning entry [id, providerMetadata, parts] as Mastra lists it."""
+        payload: Dict[str, Any] = {}
+        if e[0] is not UNSET:
+            payload["id"] = e[0]
+        if e[1] is not UNSET:
+            payload["providerMetadata"] = e[1]
+        parts = e[2]
+        payload["text"] = parts[0].text(dec) if len(parts) == 1 else "".join([p.text(dec) for p in parts])
         d: Dict[str, Any] = {"type": "reasoning"}
         if self.run_id is not None:
             d["runId"] = self.run_id
@@ -572,9 +835,10 @@ class _Run:
                     d["providerMetadata"] = pm
                 out.append(d)
             elif kind == "tool":
-                c = self.tool_calls.get(v)
-                if c is None:
+                i = self.tool_calls.get(v)
+                if i is None:
                     continue
+                c = self.call_list[i]
                 p = c.payload
                 inv: Dict[str, Any] = {"state": "call", "toolCallId": v, "toolName": p.toolName,
                                        "args": _v(p.args) if p.args is not UNSET else {}}
@@ -610,6 +874,13 @@ class _Run:
         return out
 
 
+def _no_keys(x: Any) -> bool:
+    """``Object.keys(x || {}).length === 0``."""
+    if isinstance(x, (dict, list, str)):
+        return not x
+    return True
+
+
 def _call_id(c: Any) -> Any:
     return getattr(c.payload, "toolCallId", None)
 
@@ -637,6 +908,8 @@ def _error_value(e: Any) -> dict:
 
 class _MinOutput(msgspec.Struct):
     usage: Any = UNSET
+    # (kept as the bytes it is, read only when the frame says "tripwire": _step_trip)
+    steps: Union[msgspec.Raw, UnsetType] = UNSET
 
 
 class _MinOutputPayload(msgspec.Struct):
@@ -654,6 +927,7 @@ class _MinFinish(msgspec.Struct):
 
 
 _min_decoder = msgspec.json.Decoder(_MinFinish)
+_json_encode = msgspec.json.Encoder().encode
 
 #: How frames of these types start when Mastra writes them: the cue for the light decoder.
 FINISH_PREFIXES = (b'{"type":"step-finish","runId":', b'{"type":"finish","runId":')
@@ -684,8 +958,12 @@ def pick_finish(sr: Any, md: Any, usage: Any, pm: Any) -> tuple:
         usage = None
     if not isinstance(md, dict):
         return reason, warnings, usage, None, None, None if pm is UNSET else pm
-    if pm is None or pm is UNSET:
-        pm = md.get("providerMetadata")
+    # (metadata.providerMetadata ?? providerMetadata)
+    mpm = md.get("providerMetadata")
+    if mpm is not None:
+        pm = mpm
+    elif pm is UNSET:
+        pm = None
     return reason, warnings, usage, md.get("id"), md.get("modelId"), pm
 
 
@@ -707,8 +985,28 @@ def light_fields(m: Any) -> tuple:
     (is step-finish, runId or None, reason, warnings, usage, response id, model id,
     providerMetadata, from or UNSET).  (from: for the run the frame may be the first of, as the
     typed chunk's would be: a log that starts in the middle of a run.)"""
-    return ((m.type == "step-finish", None if m.runId is UNSET else m.runId) + _finish_fields(m.payload)
-            + (m.from_,))
+    f = _finish_fields(m.payload)
+    out = (m.type == "step-finish", None if m.runId is UNSET else m.runId) + f + (m.from_,)
+    if f[0] == "tripwire":
+        out += (_step_trip(m.payload),)
+    return out
+
+
+def _step_trip(payload: Any) -> Any:
+    """The tripwire of the last entry of a step-finish/finish payload's output.steps (typed or
+    light), UNSET if none: what Mastra reads there when a step or the run ends on a tripwire."""
+    out = getattr(payload, "output", UNSET)
+    steps = out.get("steps", UNSET) if isinstance(out, dict) else getattr(out, "steps", UNSET)
+    if isinstance(steps, msgspec.Raw):
+        try:
+            steps = msgspec.json.decode(steps)
+        except msgspec.DecodeError:
+            return UNSET
+    if isinstance(steps, list) and steps:
+        last = _builtins(steps[-1])
+        if isinstance(last, dict):
+            return last.get("tripwire", UNSET)
+    return UNSET
 
 
 # --------------------------------------------------------------------------------------------
@@ -973,7 +1271,7 @@ class AccumulatorBase:
     def _finish_read(self, f: tuple) -> None:
         """A step-finish/finish frame, as light_fields gives it (the native decoder reads these
         values in C)."""
-        _run_of(self, f[1], f[8]).finish_frame(f[0], f[2:])
+        _run_of(self, f[1], f[8]).finish_frame(f[0], f[2:], f[9] if len(f) > 9 else UNSET)
 
     def _step_start(self, run_id: Any, from_: Any, warnings: Any) -> None:
         """A step-start frame, its runId, from and payload.warnings (UNSET where absent) read by
@@ -992,7 +1290,7 @@ class AccumulatorBase:
         run.end_text(p.id, p.providerMetadata)
 
     def _on_reasoning_start(self, run: _Run, chunk: Any, p: Any) -> None:
-        part = run.reasoning_part(p.id, p.providerMetadata, True)
+        part = run.reasoning_part(p.id, p.providerMetadata, 1)
         pm = _v(p.providerMetadata)
         if isinstance(pm, dict) and any(isinstance(v, dict) and "redactedData" in v for v in pm.values()):
             part.redacted = True
@@ -1000,6 +1298,7 @@ class AccumulatorBase:
             run.seq.append(("span", part))
 
     def _on_reasoning_end(self, run: _Run, chunk: Any, p: Any) -> None:
+        run.reasoning_end(p.id, p.providerMetadata)
         part = run.open_reasoning.pop(p.id, None)
         if part is None:   # an end with no open part: a part of its own, not a reasoning entry
             part = _Part("reasoning", p.id, run.rbuf, p.providerMetadata)
@@ -1011,7 +1310,7 @@ class AccumulatorBase:
         part.seal()
 
     def _on_redacted_reasoning(self, run: _Run, chunk: Any, p: Any) -> None:
-        part = run.reasoning_part(getattr(p, "id", None), getattr(p, "providerMetadata", UNSET), True)
+        part = run.reasoning_part(getattr(p, "id", None), getattr(p, "providerMetadata", UNSET), 2)
         run.open_reasoning.pop(part.id, None)
         part.redacted = part.listed = True
         run.seq.append(("span", part))
@@ -1020,10 +1319,12 @@ class AccumulatorBase:
         run.step_start(_v(getattr(p, "warnings", UNSET)))
 
     def _on_step_finish(self, run: _Run, chunk: Any, p: Any) -> None:
-        run.finish_frame(True, _finish_fields(p))
+        f = _finish_fields(p)
+        run.finish_frame(True, f, _step_trip(p) if f[0] == "tripwire" else UNSET)
 
     def _on_finish(self, run: _Run, chunk: Any, p: Any) -> None:
-        run.finish_frame(False, _finish_fields(p))
+        f = _finish_fields(p)
+        run.finish_frame(False, f, _step_trip(p) if f[0] == "tripwire" else UNSET)
 
     def _on_tool_input_start(self, run: _Run, chunk: Any, p: Any) -> None:
         run.tool_args_for(p.toolCallId, _v(p.toolName), p)
@@ -1038,9 +1339,9 @@ class AccumulatorBase:
         run.tool_result(chunk, p.toolCallId)
 
     def _on_tool_error(self, run: _Run, chunk: Any, p: Any) -> None:
+        # (not a tool result for Mastra, nor what makes a step a tool step)
         run.tool_errors.append(chunk)
         run.step()
-        run.any_tool = True
 
     def _on_tool_output(self, run: _Run, chunk: Any, p: Any) -> None:
         self._nested(run, _v(p.output))
@@ -1056,22 +1357,28 @@ class AccumulatorBase:
         run.seq.append(("file", chunk))
 
     def _on_object_result(self, run: _Run, chunk: Any, p: Any) -> None:
-        run.object = _v(chunk.object)
+        if run.obj_state == 0:
+            run.object = _v(chunk.object)
+            run.obj_state = 1
 
     def _on_error(self, run: _Run, chunk: Any, p: Any) -> None:
-        run.error = _error_value(_v(p.error))
-        run.terminate("error", "failed", "error")
+        run.fail(_error_value(_v(p.error)))
 
     def _on_abort(self, run: _Run, chunk: Any, p: Any) -> None:
-        run.terminate("abort", "canceled", "aborted")
+        run.status = "canceled"
+        if not run.finished:
+            run.finish_reason = "aborted"
 
     def _on_tripwire(self, run: _Run, chunk: Any, p: Any) -> None:
-        run.tripwire = msgspec.to_builtins(p) if isinstance(p, msgspec.Struct) else p
-        run.terminate("tripwire", None, "other")
+        p = msgspec.to_builtins(p) if isinstance(p, msgspec.Struct) else p
+        run.trip_wire(p if isinstance(p, dict) else {})
 
     def _on_suspended(self, run: _Run, chunk: Any, p: Any) -> None:
         run.suspend_payload = msgspec.to_builtins(p) if isinstance(p, msgspec.Struct) else p
-        run.terminate("suspended", "suspended", "suspended")
+        run.status = "suspended"
+        run.suspended = True
+        if not run.finished:
+            run.finish_reason = "suspended"
 
     def _nested(self, parent: _Run, out: Any) -> None:
         """A sub-agent's chunk carried in tool-output belongs to its own run, not the parent's."""

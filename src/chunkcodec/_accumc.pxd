@@ -26,56 +26,69 @@ cdef class _Part:
 
 cdef class _ToolArgs:
     cdef public object id, name, buf, start, parser
-    cdef public Py_ssize_t fed
+    cdef public Py_ssize_t fed, mark
 
 cdef class _PendingCall:
     cdef public object ta, name, start
-    cdef public Py_ssize_t end
+    cdef public Py_ssize_t begin, end
 
 cdef class _Step:
     cdef public Py_ssize_t index, t0, r0, t1, r1
-    cdef public list tool_call_ids, tool_result_ids, sources, files, warnings
+    cdef public list calls, results, sources, files
     cdef public dict usage
-    cdef public object reason, pm, resp_id, model_id
+    cdef public object reason, pm, resp_id, model_id, warnings
+    cdef public bint trip
 
 cdef class _Run:
-    cdef public object new_buf, all_tool_args, run_id, from_, text, rbuf, cur, u_raw, finish_usage
-    cdef public object finish_reason, terminal, status, error, tripwire, object, suspend_payload, pm
-    cdef public dict open_text, open_reasoning, text_pm, tool_calls, tool_args, u
-    cdef public list reasoning, seq, steps, tool_results, tool_errors, sources, files
-    cdef public set u_dead
-    cdef public bint saw_reasoning, any_tool, finished, pending
-    cdef public Py_ssize_t u_steps
+    cdef public object new_buf, all_tool_args, run_id, from_, text, rbuf, cur, warnings, trip
+    cdef public object finish_reason, status, error, tripwire, object, suspend_payload, pm
+    cdef public dict open_text, open_reasoning, text_pm, rdet, tool_calls, tool_args, u
+    cdef public list seq, steps, call_list, tool_results, tool_errors, sources, files
+    cdef public bint saw_reasoning, finished, suspended, pending, u_sorted
+    cdef public int obj_state
+    cdef public Py_ssize_t u_max
+    @cython.locals(prev=_Step)
     cpdef _Step step(self)
     cpdef step_start(self, warnings)
     @cython.locals(st=_Step)
-    cpdef step_finish(self, reason, warnings, usage, resp_id, model_id, pm)
+    cpdef step_finish(self, reason, warnings, usage, resp_id, model_id, pm, trip=*)
+    @cython.locals(u=dict, fresh=list, i=Py_ssize_t)
     cpdef _add_usage(self, dict usage)
-    cpdef finish_frame(self, bint step, tuple f)
-    cpdef finish(self, reason, usage, pm)
+    @cython.locals(u=dict, i=Py_ssize_t, prev=Py_ssize_t, e=tuple)
+    cpdef _fresh_usage(self, list fresh, dict usage, bint add)
+    cpdef finish_frame(self, bint step, tuple f, trip=*)
+    @cython.locals(u=dict, fresh=list, i=Py_ssize_t)
+    cpdef finish(self, reason, usage, pm, trip=*)
+    cpdef fail(self, error)
+    cpdef trip_wire(self, dict p)
     @cython.locals(part=_Part)
     cpdef _Part text_part(self, id_, pm)
     @cython.locals(part=_Part)
     cpdef end_text(self, id_, pm)
-    @cython.locals(st=_Step)
+    cpdef _push_call(self, entry, call_id)
     cpdef tool_call(self, chunk, call_id)
-    @cython.locals(st=_Step)
+    @cython.locals(pc=_PendingCall, ta=_ToolArgs)
+    cpdef _merge_call(self, Py_ssize_t i, chunk)
     cpdef tool_result(self, chunk, call_id)
     @cython.locals(ta=_ToolArgs)
     cpdef _ToolArgs tool_args_for(self, call_id, name, start)
-    @cython.locals(part=_Part)
-    cpdef _Part reasoning_part(self, id_, pm, bint start)
+    @cython.locals(part=_Part, e=list)
+    cpdef _Part reasoning_part(self, id_, pm, int start)
+    @cython.locals(e=list)
+    cpdef reasoning_end(self, id_, pm)
     @cython.locals(part=_Part)
     cpdef _Part reasoning_delta(self, id_, pm)
-    cpdef terminate(self, kind, status, reason)
     cpdef release(self)
+    @cython.locals(ta=_ToolArgs)
     cpdef input_end(self, call_id)
-    cpdef dict calls(self)
+    cpdef list calls(self)
+    @cython.locals(u=dict, out=dict)
     cpdef dict usage(self)
     cpdef dict total_usage(self, usage=*)
     @cython.locals(st=_Step, last=_Step, dec=_Memo)
     cpdef result(self)
-    cpdef dict _reasoning_entry(self, _Part p, _Memo dec)
+    @cython.locals(p=_Part)
+    cpdef dict _reasoning_entry(self, list e, _Memo dec)
     @cython.locals(part=_Part, out=list, results=dict, errors=dict)
     cpdef list _parts(self, _Memo dec)
 
@@ -107,9 +120,15 @@ cdef class AccumulatorBase:
 @cython.locals(run=_Run)
 cdef _Run _run_of(AccumulatorBase acc, run_id, from_)
 
+cdef bint _truthy(x)
+
 @cython.locals(run=_Run)
 cdef _other(AccumulatorBase acc, chunk)
 
 # Module globals _other() looks up in: typed, a dict call, not a method lookup (and not module
 # attributes any more on the native path; _KINDS stays one, for a test to swap)
 cdef dict _TAGS, _HANDLERS
+
+# the usage keys Mastra reads, by their place in its order (_accum._UPDATE_ORDER)
+cdef dict _UPDATE_INDEX
+cdef Py_ssize_t _RAW

@@ -337,7 +337,11 @@ cdef inline int _start_kind(const char* p, Py_ssize_t n, int fr) noexcept:
 
 
 cdef object _decode_any = msgspec.json.Decoder().decode
-cdef tuple _SPAN_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError)
+class _ReadInFull(Exception):
+    """A frame the C readers leave to the light decoder (see _fields_of)."""
+
+
+cdef tuple _SPAN_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, _ReadInFull)
 
 
 #: What _plain_value leaves to msgspec.
@@ -545,17 +549,22 @@ cdef tuple _fields_of(cc_finish_t* f):
     elif f.step_result_object == CC_FIN_DECODE:
         d = _span_value(f.step_result)
         reason, warnings = d.get("reason"), d.get("warnings")
-    pm = _span_or_none(f.provider_metadata)
+    if reason == "tripwire":
+        # what Mastra reads of such a frame includes the last entry of output.steps, which this
+        # reader skips: the light decoder reads the frame (rare: a tripwire ended the step)
+        raise _ReadInFull()
+    # (metadata.providerMetadata ?? providerMetadata)
+    pm = None
     if f.metadata_object == CC_FIN_OBJECT:
-        if pm is None:
-            pm = _span_or_none(f.md_provider_metadata)
+        pm = _span_or_none(f.md_provider_metadata)
         resp_id = _span_or_none(f.md_id)
         model_id = _span_or_none(f.md_model_id)
     elif f.metadata_object == CC_FIN_DECODE:
         d = _span_value(f.metadata)
-        if pm is None:
-            pm = d.get("providerMetadata")
+        pm = d.get("providerMetadata")
         resp_id, model_id = d.get("id"), d.get("modelId")
+    if pm is None:
+        pm = _span_or_none(f.provider_metadata)
     return (f.kind == CC_FIN_STEP_FINISH, run_id, reason, warnings, usage, resp_id, model_id, pm,
             _span_value(f.from_))
 
