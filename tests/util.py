@@ -305,3 +305,200 @@ def random_log(rng, size):
         if framing == fr:
             parts.append(data)
     return fr, b"".join(parts)
+
+
+# --------------------------------------------------------------------------------------------
+# Runs shaped like what Mastra's agent loop hands MastraModelOutput (test_mastra_oracle.py)
+
+_M_TEXTS = ["", "a", "hé", "😀", '"q"', "\\", "\n", "tab\t", "世界", "\u2028", "x" * 30, " Hello", "."]
+_M_PMS = [{"openai": {"itemId": "i1"}}, {"anthropic": {"signature": "sig"}}, {},
+          {"google": {"thoughtSignature": "t"}}]
+_M_NO_MESSAGES = {"all": [], "user": [], "nonUser": []}
+
+
+def _m_usage(rng, full, low=0):
+    """A step's usage: mostly the three totals, some missing, some detail counters and raw."""
+    u = {}
+    if rng.random() < full:
+        i, o = rng.randrange(low, 100), rng.randrange(low, 100)
+        u = {"inputTokens": i, "outputTokens": o, "totalTokens": i + o}
+        if rng.random() < 0.2:
+            del u["totalTokens"]
+        if rng.random() < 0.1:
+            del u["inputTokens"]
+    else:
+        for k in ("inputTokens", "outputTokens", "totalTokens"):
+            if rng.random() < 0.5:
+                u[k] = rng.randrange(1, 50)
+    for k in ("reasoningTokens", "cachedInputTokens", "cacheCreationInputTokens"):
+        if rng.random() < 0.2:
+            u[k] = rng.randrange(40)
+    if rng.random() < 0.6:
+        u["raw"] = {"inputTokens": {"total": rng.randrange(9)}}
+    return u
+
+
+def mastra_run(rng, rid="run-0", nested=True):
+    """The chunks of one agent run as Mastra's loop writes them, before MastraModelOutput (which
+    adds the call it makes at each tool-call-input-streaming-end, drops the provider's own, fills
+    in tool-call-delta names and rewrites the finish's usage): 1-3 steps of text and reasoning
+    parts (ids reused, parts left open, empty deltas, signatures), tool calls streamed or not,
+    results, errors, a sub-agent's chunks in tool-output, sources, files, data-* and raw chunks;
+    ended by a finish, or an error or abort (then a finish), a tripwire, a suspension, or a step
+    that tripped.  Only what the wire shows: a streamed call's own tool-call repeats what the
+    call Mastra makes has (what it would fill in is lost on the wire, as is a finish's usage a
+    step did not report, which Mastra writes as 0: README), and call ids are not reused."""
+    import json
+    env = {"runId": rid, "from": "AGENT"}
+
+    def c(t, payload):
+        return {"type": t, **env, "payload": payload}
+
+    def pm(p, prob=0.3):
+        if rng.random() < prob:
+            p["providerMetadata"] = rng.choice(_M_PMS)
+        return p
+
+    out = [c("start", {"id": "agent", "messageId": "m"})]
+    nsteps = rng.randrange(1, 4)
+    calls = 0
+    end = rng.choices(["finish", "error", "abort", "tripwire", "approval", "suspended", "steptrip"],
+                      [10, 2, 2, 1, 1, 1, 1])[0]
+    end_step = rng.randrange(nsteps)
+    last_reason = "stop"
+    for s in range(nsteps):
+        out.append({**env, "type": "step-start", "payload": {"request": {"body": "{}"}, "warnings": [], "messageId": "m"}})
+        items = rng.randrange(0, 7)
+        tools = False
+        stop_here = end in ("error", "abort", "tripwire", "approval", "suspended") and s == end_step
+        cut = rng.randrange(items + 1) if stop_here else None
+        for it in range(items):
+            if cut == it:
+                break
+            k = rng.random()
+            if k < 0.35:        # a text part
+                id_ = rng.choice(["txt-0", "0", "1", "t%d" % it])
+                if rng.random() < 0.9:
+                    out.append(c("text-start", pm({"id": id_})))
+                for _ in range(rng.randrange(0, 5)):
+                    out.append(c("text-delta", pm({"id": id_, "text": rng.choice(_M_TEXTS)}, 0.15)))
+                if rng.random() < 0.9:
+                    out.append(c("text-end", pm({"type": "text-end", "id": id_}, 0.2)))
+            elif k < 0.5:       # a reasoning part
+                id_ = rng.choice(["r0", "reasoning-0", "1"])
+                if rng.random() < 0.9:
+                    out.append(c("reasoning-start", pm({"id": id_})))
+                for _ in range(rng.randrange(0, 4)):
+                    out.append(c("reasoning-delta", pm({"id": id_, "text": rng.choice(_M_TEXTS)}, 0.2)))
+                if rng.random() < 0.3:      # an Anthropic signature
+                    out.append(c("reasoning-delta", {"id": id_, "text": "", "providerMetadata": {
+                        "anthropic": {"signature": "s%d" % rng.randrange(9)}}}))
+                if rng.random() < 0.9:
+                    out.append(c("reasoning-end", pm({"id": id_}, 0.4)))
+            elif k < 0.72:      # a tool call
+                calls += 1
+                tools = True
+                cid, name = "call_%d" % calls, rng.choice(["weather", "search"])
+                args = rng.choice([{"city": "Paris"}, {}, {"q": "é", "n": [1, 2]}, {"deep": {"a": None}}])
+                text = json.dumps(args, ensure_ascii=False, separators=(",", ":"))
+                broken = rng.random() < 0.1
+                if broken:
+                    text = text[:-1]        # not JSON: the call's arguments are {}
+                extra = {}
+                if rng.random() < 0.2:
+                    extra["providerExecuted"] = True
+                if rng.random() < 0.2:
+                    extra["dynamic"] = rng.choice([True, False])
+                if rng.random() < 0.7:
+                    start = pm({"toolCallId": cid, "toolName": name, **extra}, 0.2)
+                    out.append(c("tool-call-input-streaming-start", start))
+                    pos = 0
+                    while pos < len(text):
+                        n = rng.randrange(1, 8)
+                        out.append(c("tool-call-delta", {"argsTextDelta": text[pos:pos + n], "toolCallId": cid}))
+                        pos += n
+                    out.append(c("tool-call-input-streaming-end", {"toolCallId": cid}))
+                    if rng.random() < 0.8:
+                        own = {"toolCallId": cid, "toolName": name,
+                               "args": {} if broken else args, **extra}
+                        if "providerMetadata" in start:
+                            own["providerMetadata"] = start["providerMetadata"]
+                        out.append(c("tool-call", own))
+                else:
+                    out.append(c("tool-call", pm({"toolCallId": cid, "toolName": name, "args": args, **extra}, 0.2)))
+                r = rng.random()
+                if r < 0.6:
+                    p = {"toolCallId": cid, "toolName": name, "result": rng.choice([{"t": 21.5}, "ok", None, [1], 0])}
+                    if rng.random() < 0.5:
+                        p["args"] = args
+                    if rng.random() < 0.2:
+                        p["isError"] = False
+                    if rng.random() < 0.15:
+                        del p["result"]         # a tool that returned undefined
+                    if nested and rng.random() < 0.2:
+                        for sub in mastra_run(rng, rid + "-sub", False)[:rng.randrange(1, 6)]:
+                            out.append(c("tool-output", {"output": sub, "toolCallId": cid, "toolName": name}))
+                    out.append(c("tool-result", p))
+                elif r < 0.75:
+                    out.append(c("tool-error", {"toolCallId": cid, "toolName": name,
+                                                "error": rng.choice([{"name": "Error", "message": "boom"}, "bad"])}))
+            elif k < 0.78:
+                out.append(c("source", {"id": "s%d" % it, "sourceType": "url", "url": "https://x/%d" % it, "title": "t"}))
+            elif k < 0.82:
+                out.append(c("file", {"data": "AAAA", "base64": "AAAA", "mimeType": "image/png"}))
+            elif k < 0.86:
+                out.append({"type": "data-progress", "data": {"v": rng.randrange(5)}})
+            elif k < 0.88:
+                out.append(c("tool-result", {"toolCallId": "orphan", "toolName": "x", "result": 1}))
+            elif k < 0.9:
+                out.append(c("raw", {"x": 1}))
+            elif k < 0.95:
+                out.append(c("response-metadata", {"id": "resp-x", "modelId": "mm"}))
+            else:
+                out.append({"type": "object-result", **env, "object": {"o": it}})
+        if stop_here:
+            if end == "error":
+                out.append(c("error", {"error": rng.choice([{"name": "Error", "message": "Overloaded"},
+                                                            {"message": "m"}, "str"])}))
+                out.append(c("step-finish", {"stepResult": {"reason": "error", "warnings": []}, "output": {"usage": {}},
+                                             "metadata": {"id": "r", "modelId": "m"}, "messages": _M_NO_MESSAGES}))
+                out.append(c("finish", {"stepResult": {"reason": rng.choice(["error", "stop"])}, "output": {"usage": {}},
+                                        "metadata": {}, "messages": _M_NO_MESSAGES}))
+            elif end == "abort":
+                out.append(c("abort", {}))
+                out.append(c("finish", {"stepResult": {"reason": rng.choice(["stop", "tripwire"])}, "output": {"usage": {}},
+                                        "metadata": {}, "messages": _M_NO_MESSAGES}))
+            elif end == "tripwire":
+                out.append({"type": "tripwire", "payload": rng.choice([
+                    {"reason": "blocked", "metadata": {"w": 1}, "processorId": "p"}, {"retry": True}, {"reason": ""}])})
+            else:
+                calls += 1
+                out.append(c("tool-call-approval" if end == "approval" else "tool-call-suspended",
+                             {"toolCallId": "call_%d" % calls, "toolName": "del", "args": {"id": 1}, "resumeSchema": "{}"}))
+            return out
+        reason = "tool-calls" if tools and s < nsteps - 1 else rng.choice(["stop", "length", "stop"])
+        sf = {"stepResult": {"reason": reason, "warnings": rng.choice([[], [{"type": "other", "message": "w"}]]),
+                             "isContinued": s < nsteps - 1},
+              "output": {"text": "", "usage": _m_usage(rng, 0.8)},
+              "metadata": {"id": "resp-%d" % s, "modelId": "mock", "timestamp": "2026-01-01T00:00:00.000Z"},
+              "messages": _M_NO_MESSAGES}
+        if end == "steptrip" and s == nsteps - 1:
+            sf["output"]["steps"] = [{"tripwire": rng.choice([{"reason": "step blocked", "retry": False}, {}])}]
+            reason = "tripwire"
+            sf["stepResult"]["reason"] = reason
+        if rng.random() < 0.2:
+            sf["metadata"]["providerMetadata"] = rng.choice(_M_PMS)
+        if rng.random() < 0.1:
+            sf["providerMetadata"] = rng.choice(_M_PMS)
+        out.append(c("step-finish", sf))
+        last_reason = reason
+    fin = {"stepResult": {"reason": last_reason}, "output": {"usage": _m_usage(rng, 0.3, 1) if rng.random() < 0.5 else {}},
+           "metadata": {"id": "resp-f", "modelId": "mock"}, "messages": _M_NO_MESSAGES}
+    if end == "steptrip" and rng.random() < 0.5:
+        fin["output"]["steps"] = [{"tripwire": {"reason": "run blocked", "processorId": "p"}}]
+    if rng.random() < 0.2:
+        fin["metadata"]["providerMetadata"] = rng.choice(_M_PMS)
+    if rng.random() < 0.1:
+        fin["providerMetadata"] = rng.choice(_M_PMS)
+    out.append(c("finish", fin))
+    return out

@@ -1,0 +1,88 @@
+// Mastra's own MastraModelOutput (@mastra/core, the version package.json pins), run on streams
+// the tests make: tests/test_mastra_oracle.py.
+//
+// stdin: a JSON array of streams, each an array of chunk JSON texts: what Mastra's agent loop
+// hands MastraModelOutput.  stdout: a JSON array with, for each stream, what a client receives
+// (`wire`: each chunk of fullStream as JSON.stringify wrote it when it arrived, as the corpus was
+// recorded) and what Mastra resolved, in the shape of the corpus's .expected.json files.
+import { MastraModelOutput } from '@mastra/core/stream';
+import { MessageList } from '@mastra/core/agent/message-list';
+
+const FIELDS = ['text', 'reasoningText', 'reasoning', 'toolCalls', 'toolResults', 'usage', 'totalUsage',
+  'finishReason', 'object', 'sources', 'files', 'warnings', 'providerMetadata', 'steps', 'suspendPayload'];
+
+// As the corpus recorder wrote a value: JSON.stringify's view, a top-level undefined as a marker.
+function recorded(v) {
+  if (v === undefined) return { __undefined: true };
+  return JSON.parse(JSON.stringify(v));
+}
+
+// The per-step summary the expected files record.
+function stepSummary(s) {
+  const o = {
+    stepType: s.stepType, text: s.text, reasoningText: s.reasoningText, finishReason: s.finishReason,
+    usage: s.usage, toolCallIds: (s.toolCalls || []).map(c => c.payload?.toolCallId),
+    toolResultIds: (s.toolResults || []).map(c => c.payload?.toolCallId),
+    sources: (s.sources || []).length, files: (s.files || []).length,
+  };
+  if ('providerMetadata' in s) o.providerMetadata = s.providerMetadata;
+  o.warnings = s.warnings;
+  o.responseId = s.response?.id;
+  o.responseModelId = s.response?.modelId;
+  return o;
+}
+
+function errorOf(e) {
+  return { name: e?.name, message: e?.message };
+}
+
+async function run(texts) {
+  const chunks = texts.map(t => JSON.parse(t));
+  const stream = new ReadableStream({ start(c) { for (const ch of chunks) c.enqueue(ch); c.close(); } });
+  const out = new MastraModelOutput({
+    model: { modelId: 'mock-model-id', provider: 'mock-provider', version: 'v3' },
+    stream, messageList: new MessageList({}), messageId: 'msg-oracle',
+    options: { runId: 'oracle-run' },
+  });
+  const res = { wire: [], fullStreamThrew: null };
+  try {
+    for await (const ch of out.fullStream) res.wire.push(JSON.stringify(ch));
+  } catch (e) {
+    res.fullStreamThrew = errorOf(e);
+  }
+  // (read after the stream ended, as the recorder did: a promise rejected by an error chunk and
+  // resolved again by the finish after it is read as resolved)
+  for (const f of FIELDS) {
+    let timer;
+    const late = new Promise((_, rej) => { timer = setTimeout(() => rej(new Error('not settled')), 5000); });
+    try {
+      const v = await Promise.race([out[f], late]);
+      res[f] = { ok: true, value: recorded(f === 'steps' ? v.map(stepSummary) : v) };
+    } catch (e) {
+      res[f] = { ok: false, error: errorOf(e) };
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+  res.error = out.error ? errorOf(out.error) : null;
+  res.tripwire = out.tripwire ? recorded(out.tripwire) : null;
+  res.status = out.status;
+  // the expected files have suspendPayload only for a suspended run, and unwrapped
+  const sp = res.suspendPayload;
+  delete res.suspendPayload;
+  if (sp.ok && !sp.value?.__undefined) res.suspendPayload = sp.value;
+  return res;
+}
+
+let input = '';
+process.stdin.setEncoding('utf8');
+for await (const d of process.stdin) input += d;
+const results = [];
+for (const s of JSON.parse(input)) {
+  try {
+    results.push(await run(s));
+  } catch (e) {
+    results.push({ oracleError: String(e?.stack || e) });
+  }
+}
+process.stdout.write(JSON.stringify(results));

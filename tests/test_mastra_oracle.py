@@ -1,0 +1,189 @@
+"""Accumulation checked against Mastra itself, on streams no recording has: Mastra's own
+``MastraModelOutput`` (@mastra/core 1.71.0, pinned by tests/mastra_oracle/package-lock.json) is
+run in Node on random agent runs (util.mastra_run); what it sends a client (its fullStream) is fed
+to our accumulator, on both paths and every way in, and what we reassemble must be what Mastra
+resolved, field by field, as the corpus's expected files record it.
+
+Needs node and npm (the packages are installed once, from the npm registry, into a cache
+directory).  Without them these tests are skipped, unless CHUNKCODEC_REQUIRE_ORACLE is set, as
+.ci/run sets it: then they fail.
+"""
+
+import hashlib
+import json
+import os
+import pathlib
+import random
+import shutil
+import subprocess
+
+import pytest
+
+from test_accumulate import FIELDS, actual_view, expected_view
+from util import mastra_run
+
+HERE = pathlib.Path(__file__).parent / "mastra_oracle"
+CORPUS_CHUNKS = pathlib.Path(__file__).parent / "vectors" / "corpus" / "chunks"
+FILES = ("package.json", "package-lock.json", "oracle.mjs")
+
+
+#: node and npm run without the sanitizer runtime .ci/sanitize preloads into the tests' Python
+_NODE_ENV = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "ASAN_OPTIONS", "UBSAN_OPTIONS")}
+
+
+def _unavailable(why):
+    if os.environ.get("CHUNKCODEC_REQUIRE_ORACLE"):
+        pytest.fail(f"the Mastra oracle is required (CHUNKCODEC_REQUIRE_ORACLE) but {why}")
+    pytest.skip(why)
+
+
+@pytest.fixture(scope="module")
+def oracle_dir():
+    """A directory with the oracle and its node_modules: installed once per version of the files
+    (npm ci, from the lock file), under CHUNKCODEC_ORACLE_CACHE or ~/.cache."""
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if not node or not npm:
+        _unavailable("node or npm is not on PATH")
+    digest = hashlib.sha256(b"".join((HERE / f).read_bytes() for f in FILES)).hexdigest()[:16]
+    root = pathlib.Path(os.environ.get("CHUNKCODEC_ORACLE_CACHE")
+                        or pathlib.Path.home() / ".cache" / "chunkcodec-mastra-oracle")
+    d = root / digest
+    if not d.exists():
+        # installed beside it, then renamed into place: two test runs at once (CI runs the suite
+        # under a sanitizer beside the other stages) never see a half-made directory
+        tmp = root / f"{digest}.{os.getpid()}.tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        for f in FILES:
+            shutil.copy(HERE / f, tmp / f)
+        p = subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=tmp,
+                           capture_output=True, text=True, timeout=600, env=_NODE_ENV)
+        if p.returncode:
+            shutil.rmtree(tmp, ignore_errors=True)
+            _unavailable(f"npm ci failed: {p.stderr[-2000:]}")
+        try:
+            os.rename(tmp, d)
+        except OSError:         # (the other run was first)
+            shutil.rmtree(tmp, ignore_errors=True)
+    return d
+
+
+def oracle(d, streams):
+    """Mastra's wire and resolved values for each stream (a list of chunk dicts)."""
+    p = subprocess.run(["node", "oracle.mjs"], cwd=d, capture_output=True, timeout=600, env=_NODE_ENV,
+                       input=json.dumps([[json.dumps(c, ensure_ascii=False) for c in s] for s in streams]).encode())
+    assert p.returncode == 0, p.stderr.decode(errors="replace")[-3000:]
+    out = json.loads(p.stdout)
+    for r in out:
+        assert "oracleError" not in r, r["oracleError"]
+    return out
+
+
+def mastra_view(res):
+    """What Mastra resolved, as test_accumulate compares it (a rejected promise: None)."""
+    res = dict(res)
+    for f in FIELDS:
+        if not res[f]["ok"]:
+            res[f] = {"ok": False, "error": res["error"]}
+    return expected_view(res)
+
+
+def _ways(codec, wire, rng):
+    """The run fed as NDJSON whole, added chunk by chunk, and as SSE in random pieces."""
+    data = "".join(w + "\n" for w in wire).encode()
+    a = codec.Accumulator()
+    a.feed(data)
+    a.close()
+    b = codec.Accumulator()
+    for ch in codec.iter_chunks(data, "ndjson"):
+        b.add(ch)
+    body = b"".join(b"data: " + w.encode() + b"\n\n" for w in wire) + b"data: [DONE]\n\n"
+    c = codec.Accumulator("sse")
+    i = 0
+    while i < len(body):
+        n = rng.randrange(1, 400)
+        c.feed(body[i:i + n])
+        i += n
+    c.close()
+    return [("feed", a), ("add", b), ("sse pieces", c)]
+
+
+def test_the_oracle_reproduces_the_corpus(oracle_dir):
+    """The harness itself: fed the recorded chunks, Mastra's MastraModelOutput sends them on
+    unchanged (the raw chunks aside: not asked for) and resolves what the expected files say.
+    Except usage where a run ended before any step reported it: a recorded finish carries the
+    counters Mastra had with "?? 0", and fed again they count (README, "usage")."""
+    files = sorted(CORPUS_CHUNKS.glob("*.jsonl"))
+    streams = [[json.loads(x) for x in f.read_text().split("\n") if x] for f in files]
+    for f, s, r in zip(files, streams, oracle(oracle_dir, streams)):
+        assert [json.loads(w) for w in r["wire"]] == [c for c in s if c["type"] != "raw"], f.stem
+        exp = json.loads(f.with_suffix(".expected.json").read_text())
+        differ = {k for k in exp if k in r and exp[k] != r[k]}
+        assert differ <= ({"usage", "totalUsage"} if f.stem[0] in "fg" else set()), (f.stem, differ)
+
+
+@pytest.mark.parametrize("block", range(4))
+def test_random_runs_reassemble_as_mastra_resolves_them(oracle_dir, codec, block):
+    """Random runs of every shape util.mastra_run makes: what we reassemble from Mastra's wire is
+    what Mastra resolved, every field the expected files record, fed every way."""
+    seeds = range(block * 150, block * 150 + 150)
+    results = oracle(oracle_dir, [mastra_run(random.Random(s)) for s in seeds])
+    rng = random.Random(block)
+    for seed, res in zip(seeds, results):
+        assert res["fullStreamThrew"] is None, (seed, res["fullStreamThrew"])
+        want = mastra_view(res)
+        for how, acc in _ways(codec, res["wire"], rng):
+            got = actual_view(acc.result("run-0"), want)
+            diff = {f: (want[f], got[f]) for f in want if got[f] != want[f]}
+            assert not diff, (seed, how, diff)
+
+
+def test_the_rules_the_unit_tests_state_are_mastras(oracle_dir, codec):
+    """A few streams of test_accumulate_rules, and their edge cases, run through Mastra too."""
+    def ch(t, payload):
+        return {"type": t, "runId": "run-0", "from": "AGENT", "payload": payload}
+
+    def fin(usage, t="step-finish", reason="stop"):
+        return ch(t, {"stepResult": {"reason": reason}, "output": {"usage": usage}, "metadata": {}})
+
+    streams = [
+        # usage: what steps report adds up, raw is the last, order is first reported
+        [fin({"inputTokens": 1, "outputTokens": 2, "cachedInputTokens": 4, "raw": "a"}),
+         fin({"inputTokens": 1, "outputTokens": 2, "reasoningTokens": 8, "raw": "b"}), fin({}, "finish")],
+        [fin({"inputTokens": 1, "outputTokens": 2, "totalTokens": 3, "reasoningTokens": 1, "raw": "a"}),
+         fin({"inputTokens": 10, "outputTokens": 20, "raw": "b"}), fin({}, "finish")],
+        [fin({"cacheCreationInputTokens1h": 5, "inputTokens": 1, "cachedInputTokens": 3, "reasoningTokens": None,
+              "cacheCreationInputTokens5m": True, "outputTokens": 2}),
+         fin({"inputTokens": 1, "outputTokens": 2, "reasoningTokens": 7, "cachedInputTokens": 1.5}), fin({}, "finish")],
+        # a finish fills in the counters no step reported (a finish's 0: see the corpus test)
+        [fin({"inputTokens": 4}), fin({"outputTokens": 5, "totalTokens": 9, "raw": 1}, "finish")],
+        # an abort and an error after a step that reported usage keep it
+        [fin({"inputTokens": 4, "outputTokens": 1}), ch("abort", {}), fin({}, "finish")],
+        [fin({"inputTokens": 4, "outputTokens": 1}), ch("error", {"error": "x"}), fin({}, "finish", "error")],
+        # reasoning entries: one per id, the ids that are array indices first
+        [ch("reasoning-start", {"id": "b"}), ch("reasoning-delta", {"id": "b", "text": "1"}),
+         ch("reasoning-start", {"id": "2"}), ch("reasoning-delta", {"id": "2", "text": "2"}),
+         ch("reasoning-end", {"id": "b", "providerMetadata": {"p": 1}}),
+         ch("reasoning-start", {"id": "b"}), ch("reasoning-delta", {"id": "b", "text": "3"}),
+         ch("reasoning-delta", {"id": "x", "text": "4"}), fin({}, "finish")],
+        # a tripwire ends the run where it stands
+        [ch("text-delta", {"id": "t", "text": "a"}),
+         ch("tool-call", {"toolCallId": "c", "toolName": "w", "args": {}}), fin({"inputTokens": 1}),
+         ch("text-delta", {"id": "t", "text": "b"}), {"type": "tripwire", "payload": {"reason": "no"}},
+         ch("text-delta", {"id": "t", "text": "c"}), fin({}, "finish")],
+        # the text after tool steps is the last step's; a suspended run's is all of it
+        [ch("text-delta", {"id": "t", "text": "a"}),
+         ch("tool-call", {"toolCallId": "c", "toolName": "w", "args": {}}), fin({}),
+         ch("text-delta", {"id": "t", "text": "b"}), fin({}), fin({}, "finish")],
+        [ch("text-delta", {"id": "t", "text": "a"}),
+         ch("tool-call", {"toolCallId": "c", "toolName": "w", "args": {}}), fin({}),
+         ch("text-delta", {"id": "t", "text": "b"}),
+         ch("tool-call-approval", {"toolCallId": "d", "toolName": "w", "args": {}})],
+    ]
+    for i, res in enumerate(oracle(oracle_dir, streams)):
+        want = mastra_view(res)
+        for how, acc in _ways(codec, res["wire"], random.Random(i)):
+            got = actual_view(acc.result("run-0"), want)
+            assert got == want, (i, how, {f: (want[f], got[f]) for f in want if got[f] != want[f]})
+            if i < 3:       # (the order of the keys too)
+                assert list(got["usage"]) == list(want["usage"]), i
