@@ -138,6 +138,29 @@ def test_random_runs_reassemble_as_mastra_resolves_them(oracle_dir, codec, block
             assert not diff, (seed, how, diff)
 
 
+def test_interleaved_runs_each_reassemble_as_mastra_resolves_them(oracle_dir, codec):
+    """Mastra's wires of 60 runs interleaved at random in one log, as a busy server's log has
+    them: accumulate() gives each run what Mastra resolved for it.  (A chunk without runId stays
+    right after the chunk before it, as a server writes it: it belongs to that chunk's run.)"""
+    rng = random.Random(7)
+    runs = [mastra_run(random.Random(10_000 + k), "run-%d" % k) for k in range(60)]
+    results = oracle(oracle_dir, runs)
+    wires = [list(r["wire"]) for r in results]
+    log = []
+    while any(wires):
+        w = rng.choice([w for w in wires if w])
+        log.append(w.pop(0))
+        while w and "runId" not in json.loads(w[0]):
+            log.append(w.pop(0))
+    for framing, data in (("ndjson", "".join(x + "\n" for x in log).encode()),
+                          ("sse", "".join("data: %s\n\n" % x for x in log).encode())):
+        got = {r.run_id: r for r in codec.accumulate(data, framing)}
+        for k, res in enumerate(results):
+            want = mastra_view(res)
+            out = actual_view(got["run-%d" % k], want)
+            assert out == want, (k, framing, {f: (want[f], out[f]) for f in want if out[f] != want[f]})
+
+
 def test_the_rules_the_unit_tests_state_are_mastras(oracle_dir, codec):
     """A few streams of test_accumulate_rules, and their edge cases, run through Mastra too."""
     def ch(t, payload):
