@@ -2079,3 +2079,37 @@ def test_the_pxd_declares_exactly_the_slots_of_the_compiled_classes():
         slots = next(ast.literal_eval(st.value) for st in classes[name].body
                      if isinstance(st, ast.Assign) and st.targets[0].id == "__slots__")
         assert fields == set(slots), name
+
+
+@pytest.mark.parametrize("error, want", [
+    (None, {"name": "Error", "message": "Unknown error chunk in stream"}),
+    (42, {"name": "Error", "message": "Unknown error chunk in stream"}),
+    ("", {"name": "Error", "message": "Unknown error chunk in stream"}),
+    ("boom", {"name": "Error", "message": "boom"}),
+    ({"name": "X"}, {"name": "X", "message": '{"name":"X"}'}),
+    ({"message": 5}, {"name": "Error", "message": 5}),
+    ({}, {"name": "Error", "message": "[object Object]"}),
+    ([1, 2.0, "é"], {"name": "Error", "message": '[1,2,"é"]'}),
+    ({"name": "TypeError", "message": "m", "stack": "at x"}, {"name": "TypeError", "message": "m"}),
+])
+def test_an_error_chunk_gives_the_error_mastra_makes_of_it(codec, error, want):
+    """getErrorFromUnknown: an object's own name and message whatever their types, else its
+    JSON.stringify text; a non-empty string; else the fallback message.  (Mastra's values:
+    tests/test_mastra_oracle.py runs the same.)"""
+    r = ways(codec, [line("error", {"error": error}),
+                     line("finish", {"stepResult": {"reason": "error"}, "output": {"usage": {}}})])
+    assert r.error == want and r.status == "failed" and r.finish_reason == "error"
+
+
+def test_usage_that_is_not_numbers_adds_up_as_javascript_adds_it(codec):
+    """A counter a step reports as a string concatenates, null counts 0 and true 1, an object
+    is "[object Object]": JavaScript's + in Mastra's updateUsageCount and total (Mastra's
+    values)."""
+    def fin(usage, t="step-finish"):
+        return line(t, {"stepResult": {"reason": "stop"}, "output": {"usage": usage}})
+    r = ways(codec, [fin({"inputTokens": "5"}), fin({"inputTokens": 2, "outputTokens": None}), fin({}, "finish")])
+    assert r.usage == {"inputTokens": "052", "outputTokens": 0}
+    assert r.total_usage == {"inputTokens": "052", "outputTokens": 0, "totalTokens": "05200"}
+    r = ways(codec, [fin({"inputTokens": True, "cachedInputTokens": [1, 2]}),
+                     fin({"inputTokens": 1, "cachedInputTokens": {}}), fin({}, "finish")])
+    assert r.usage == {"inputTokens": 2, "cachedInputTokens": "01,2[object Object]"}

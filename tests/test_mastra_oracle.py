@@ -202,6 +202,42 @@ def test_the_rules_the_unit_tests_state_are_mastras(oracle_dir, codec):
          ch("tool-call", {"toolCallId": "c", "toolName": "w", "args": {}}), fin({}),
          ch("text-delta", {"id": "t", "text": "b"}),
          ch("tool-call-approval", {"toolCallId": "d", "toolName": "w", "args": {}})],
+        # getErrorFromUnknown on what an error chunk may carry
+        *([ch("error", {"error": e}), fin({}, "finish")] for e in (
+            None, 42, True, "", "s", {"name": "X"}, {"message": 5}, {}, [1, 2], {"error": {"message": "in"}},
+            {"message": "m", "name": "TypeError", "stack": "at x"})),
+        [ch("error", {}), fin({}, "finish")],
+        # usage that is not numbers: JavaScript's +
+        [fin({"inputTokens": "5"}), fin({"inputTokens": 2, "outputTokens": None}), fin({}, "finish")],
+        [fin({"inputTokens": True, "cachedInputTokens": [1, 2]}), fin({"inputTokens": 1, "cachedInputTokens": {}}),
+         fin({}, "finish")],
+        # a sub-agent's finish as a tool call's output counts; a second finish resolves again
+        [ch("tool-call", {"toolCallId": "c", "toolName": "agent", "args": {}, "output": {
+            "from": "AGENT", "type": "finish", "payload": {"usage": {"inputTokens": 3, "outputTokens": 4}}}}),
+         fin({"inputTokens": 1}), fin({}, "finish"), ch("text-delta", {"id": "t", "text": "b"}),
+         fin({"inputTokens": 2}), fin({}, "finish", "length")],
+        # an approval, then a finish after all; a tripwire after the finish
+        [ch("text-delta", {"id": "t", "text": "a"}), ch("tool-call-approval", {"toolCallId": "d", "toolName": "w"}),
+         fin({}), fin({}, "finish")],
+        [ch("text-delta", {"id": "t", "text": "a"}), fin({"inputTokens": 1}), fin({}, "finish"),
+         {"type": "tripwire", "payload": {"reason": "late"}}],
+        # reasoning ids that are array indices, and ones that are not quite
+        [*(ch("reasoning-start", {"id": i}) for i in ("10", "2", "01", "-1", "a", "4294967295", "4294967294", "0")),
+         fin({}, "finish")],
+        # redacted reasoning: a message part, not a reasoning entry
+        [ch("reasoning-start", {"id": "r", "providerMetadata": {"anthropic": {"redactedData": "x"}}}),
+         ch("reasoning-end", {"id": "r"}), ch("redacted-reasoning", {"id": "q", "data": "x"}), fin({}, "finish")],
+        # a call, then the same id streamed: Mastra lists both
+        [ch("tool-call", {"toolCallId": "c", "toolName": "w", "args": {}}),
+         ch("tool-call-input-streaming-start", {"toolCallId": "c", "toolName": "w"}),
+         ch("tool-call-delta", {"toolCallId": "c", "argsTextDelta": '{"a":1}'}),
+         ch("tool-call-input-streaming-end", {"toolCallId": "c"}), fin({}, "finish")],
+        # the object: the first object-result's, rejected by an error before one
+        [{"type": "object-result", "runId": "run-0", "from": "AGENT", "object": {"a": 1}},
+         {"type": "object-result", "runId": "run-0", "from": "AGENT", "object": {"a": 2}},
+         ch("error", {"error": "e"}), fin({}, "finish")],
+        [ch("error", {"error": "e"}), {"type": "object-result", "runId": "run-0", "from": "AGENT", "object": {"a": 1}},
+         fin({}, "finish")],
     ]
     for i, res in enumerate(oracle(oracle_dir, streams)):
         want = mastra_view(res)

@@ -34,6 +34,7 @@ from msgspec import UNSET, UnsetType
 
 from . import chunks as _c
 from ._model import convert_item
+from ._jsonout import js_number, js_numbers, utf8_json
 from ._results import (PartialJSON, RunOutput, StepResult, _builtins, _complete_utf8, join_surrogates,
                        parse_args)
 from .errors import DecodeError, InvalidFrame
@@ -233,7 +234,7 @@ class _Part:
 
 
 class _ToolArgs:
-    __slots__ = ("id", "name", "buf", "start", "parser", "fed", "mark")
+    __slots__ = ("id", "name", "buf", "start", "parser", "fed", "mark", "pidx")
 
     def __init__(self, id_: str, name: Any, buf: Any, start: Any) -> None:
         self.id = id_
@@ -244,6 +245,8 @@ class _ToolArgs:
         self.parser: Optional[PartialJSON] = None
         self.fed = 0            # bytes of buf the parser has seen
         self.mark = 0           # where the deltas since the last -end start in buf
+        self.pidx = -1          # the place in call_list of the call made at the last -end, till
+                                # a tool-call chunk of the id comes
 
 
 class _PendingCall:
@@ -421,16 +424,11 @@ class _Run:
             elif i == _RAW:
                 u[k] = v
             else:
-                if type(v) is not int and type(v) is not float:
-                    if v is None or v is True or v is False:
-                        v = 1 if v is True else 0
-                    else:
-                        continue    # (a string or a container: JavaScript would concatenate; README)
                 cur = u[k]
-                if type(cur) is int or type(cur) is float:
+                if (type(v) is int or type(v) is float) and (type(cur) is int or type(cur) is float):
                     u[k] = cur + v
-                elif cur is None or cur is True or cur is False:   # (a finish's null, say)
-                    u[k] = (1 if cur is True else 0) + v
+                else:   # (null, a boolean, a string...: as JavaScript adds them)
+                    u[k] = _js_add(cur, v)
         if fresh is not None:
             self._fresh_usage(fresh, usage, True)
 
@@ -450,10 +448,7 @@ class _Run:
             k = e[1]
             v = usage[k]
             if add and i != _RAW and type(v) is not int and type(v) is not float:
-                if v is None or v is True or v is False:
-                    v = 1 if v is True else 0
-                else:
-                    continue
+                v = _js_add(0, v)       # ((undefined ?? 0) + v)
             if i < self.u_max:
                 self.u_sorted = False
             else:
@@ -532,11 +527,18 @@ class _Run:
         if "totalTokens" in u:
             out["totalTokens"] = u["totalTokens"]
         else:
-            total: Any = 0
-            for k in ("inputTokens", "outputTokens", "reasoningTokens"):
+            # (input ?? 0) + (output ?? 0) + (reasoning ?? 0), as JavaScript adds them
+            total: Any = u.get("inputTokens")
+            if total is None:
+                total = 0
+            for k in ("outputTokens", "reasoningTokens"):
                 v = u.get(k)
-                if v is not None:
+                if v is None:
+                    v = 0
+                if (type(v) is int or type(v) is float) and (type(total) is int or type(total) is float):
                     total = total + v
+                else:
+                    total = _js_add(total, v)
             out["totalTokens"] = total
         for k in _DETAIL:
             if k in u:
@@ -662,6 +664,14 @@ class _Run:
         """A tool-call chunk.  Mastra lists a call once per toolCallId: a later tool-call of an
         id already listed (the provider's, after the one Mastra made at the end of the
         arguments' streaming) only fills in what the first lacks."""
+        ta = self.tool_args.get(call_id)
+        if ta is not None and ta.pidx >= 0:
+            # the tool-call Mastra writes right after an -end is the call it made there
+            j = ta.pidx
+            ta.pidx = -1
+            if self._echo(self.call_list[j], chunk):
+                self.call_list[j] = chunk
+                return
         i = self.tool_calls.get(call_id)
         if i is not None:
             self._merge_call(i, chunk)
@@ -678,20 +688,7 @@ class _Run:
         e = self.call_list[i]
         q = chunk.payload
         if type(e) is _PendingCall:
-            # The tool-call Mastra writes right after the -end is the call it made there: kept as
-            # written (with any key it has beyond those).  Told by its arguments: as a rule their
-            # JSON is the streamed text itself (compared without parsing it), else they are what
-            # parsing that gives.
-            pc = e
-            args = q.args
-            if pc.name == q.toolName or not pc.name:
-                ta = pc.ta
-                enc = _json_encode(args) if args is not UNSET else b""
-                if (pc.end - pc.begin == len(enc) and ta.buf.data.startswith(enc, pc.begin)
-                        or parse_args(ta.buf.text(pc.begin, pc.end)) == args):
-                    self.call_list[i] = chunk
-                    return
-            e = pc.make(self)
+            e = e.make(self)
         p = e.payload
         ch: Dict[str, Any] = {}
         if _truthy(q.args) and _no_keys(p.args):
@@ -706,6 +703,23 @@ class _Run:
             e = msgspec.structs.replace(e, payload=msgspec.structs.replace(p, **ch))
         self.call_list[i] = e
 
+    def _echo(self, e: Any, chunk: Any) -> bool:
+        """Whether a tool-call chunk is the call Mastra made at an -end (e, pending): the same
+        name and arguments.  (Kept then as written, with any key it has beyond those.)  As a rule
+        the arguments' JSON is the streamed text itself, compared without parsing it; else they
+        are what parsing that gives."""
+        if type(e) is not _PendingCall:
+            return False
+        pc = e
+        q = chunk.payload
+        if pc.name and pc.name != q.toolName:
+            return False
+        args = q.args
+        ta = pc.ta
+        enc = _json_encode(args) if args is not UNSET else b""
+        return (pc.end - pc.begin == len(enc) and ta.buf.data.startswith(enc, pc.begin)
+                or parse_args(ta.buf.text(pc.begin, pc.end)) == args)
+
     def tool_result(self, chunk: Any, call_id: Any) -> None:
         self.step().results.append(len(self.tool_results))
         self.tool_results.append(chunk)
@@ -717,6 +731,7 @@ class _Run:
         if ta is None:
             return
         if ta.start is not None:
+            ta.pidx = len(self.call_list)
             self._push_call(_PendingCall(ta), call_id)
             self.pending = True
         ta.start = None
@@ -892,15 +907,56 @@ def _error_text(e: Any) -> str:
 
 
 def _error_value(e: Any) -> dict:
-    """``getErrorFromUnknown(payload.error)`` reduced to what serializes: ``{name, message}``."""
+    """Mastra's ``getErrorFromUnknown(payload.error, {fallbackMessage: "Unknown error chunk in
+    stream"})`` as its ``{name, message}``: an object's own name and message (whatever their
+    types: Object.assign copies them onto the Error), else its JSON.stringify text
+    ("[object Object]" for {}); a non-empty string as the message; anything else the fallback."""
     if isinstance(e, dict):
-        name = e.get("name")
-        msg = e.get("message")
-        return {"name": name if isinstance(name, str) else "Error",
-                "message": msg if isinstance(msg, str) else json.dumps(e, ensure_ascii=False)}
-    if isinstance(e, str):
+        if "message" in e:
+            msg = e["message"]
+        else:
+            msg = _js_stringify(e)
+            if msg == "{}":
+                msg = "[object Object]"
+        return {"name": e["name"] if "name" in e else "Error", "message": msg}
+    if isinstance(e, list):
+        return {"name": "Error", "message": _js_stringify(e)}
+    if isinstance(e, str) and e:
         return {"name": "Error", "message": e}
-    return {"name": "Error", "message": "Unknown error" if e is None else json.dumps(e)}
+    return {"name": "Error", "message": "Unknown error chunk in stream"}
+
+
+def _js_stringify(x: Any) -> str:
+    """JSON.stringify(x) of a JSON value."""
+    return js_numbers(utf8_json(x)).decode("utf-8")
+
+
+def _js_string(x: Any) -> str:
+    """JavaScript's String(x) of a JSON value."""
+    if isinstance(x, str):
+        return x
+    if x is None:
+        return "null"
+    if x is True or x is False:
+        return "true" if x else "false"
+    if isinstance(x, (int, float)):
+        return js_number(_json_encode(x)).decode()
+    if isinstance(x, dict):
+        return "[object Object]"
+    return ",".join("" if v is None else _js_string(v) for v in x)
+
+
+def _js_add(a: Any, b: Any) -> Any:
+    """JavaScript's a + b of two JSON values (a usage counter that is not a number: a string
+    concatenates, null counts 0, true 1)."""
+    if isinstance(a, (dict, list)):
+        a = _js_string(a)
+    if isinstance(b, (dict, list)):
+        b = _js_string(b)
+    if isinstance(a, str) or isinstance(b, str):
+        return _js_string(a) + _js_string(b)
+    return (0 if a is None else int(a) if a is True or a is False else a) + \
+        (0 if b is None else int(b) if b is True or b is False else b)
 
 
 # --------------------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ cdef class _Part:
 
 cdef class _ToolArgs:
     cdef public object id, name, buf, start, parser
-    cdef public Py_ssize_t fed, mark
+    cdef public Py_ssize_t fed, mark, pidx
 
 cdef class _PendingCall:
     cdef public object ta, name, start
@@ -66,8 +66,10 @@ cdef class _Run:
     @cython.locals(part=_Part)
     cpdef end_text(self, id_, pm)
     cpdef _push_call(self, entry, call_id)
+    @cython.locals(ta=_ToolArgs, j=Py_ssize_t)
     cpdef tool_call(self, chunk, call_id)
     @cython.locals(pc=_PendingCall, ta=_ToolArgs)
+    cpdef bint _echo(self, e, chunk)
     cpdef _merge_call(self, Py_ssize_t i, chunk)
     cpdef tool_result(self, chunk, call_id)
     @cython.locals(ta=_ToolArgs)
