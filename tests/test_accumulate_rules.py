@@ -2113,3 +2113,17 @@ def test_usage_that_is_not_numbers_adds_up_as_javascript_adds_it(codec):
     r = ways(codec, [fin({"inputTokens": True, "cachedInputTokens": [1, 2]}),
                      fin({"inputTokens": 1, "cachedInputTokens": {}}), fin({}, "finish")])
     assert r.usage == {"inputTokens": 2, "cachedInputTokens": "01,2[object Object]"}
+
+
+def test_nothing_after_a_tripwire_changes_the_run(codec):
+    """Mastra stops reading a stream at a tripwire chunk (its wire ends there): chunks after one
+    (a stream written by something else) change nothing; not a later error, a finish whose reason
+    is tripwire, more text or another tripwire."""
+    head = [text_delta("t", "a"), line("step-finish", {"stepResult": {"reason": "stop"}, "output": {"usage": {"inputTokens": 1}}}),
+            text_delta("t", "b"), line("tripwire", {"reason": "first", "processorId": "p"}, run=None)]
+    want = ways(codec, head)
+    assert want.tripwire == {"reason": "first", "processorId": "p"} and want.text == "ab"
+    got = ways(codec, head + [line("error", {"error": "x"}), text_delta("t", "c"),
+                              line("tripwire", {"reason": "second"}, run=None),
+                              line("finish", {"stepResult": {"reason": "tripwire"}, "output": {"usage": {"outputTokens": 5}}})])
+    assert got.to_mastra() == want.to_mastra()

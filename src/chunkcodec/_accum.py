@@ -25,7 +25,6 @@ README ("Accumulation") and in ``../shared/spec/mastra-format.md`` section 3.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any, Dict, Iterator, List, Optional, Union
 
@@ -44,7 +43,6 @@ __all__ = ["RunOutput", "StepResult", "AccumulatorBase", "PartialJSON"]
 _PRIMARY = ("inputTokens", "outputTokens", "totalTokens")
 _DETAIL = ("reasoningTokens", "cachedInputTokens", "cacheCreationInputTokens",
            "cacheCreationInputTokens5m", "cacheCreationInputTokens1h")
-_DETAIL_SET = frozenset(_DETAIL)
 _USAGE_KEYS = _PRIMARY + _DETAIL
 #: the keys updateUsageCount reads, in its order
 _UPDATE_ORDER = _USAGE_KEYS + ("raw",)
@@ -54,10 +52,6 @@ _RAW = _UPDATE_INDEX["raw"]
 
 def _v(x: Any) -> Any:
     return None if x is UNSET else x
-
-
-def _num(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
 def _truthy(x: Any) -> bool:
@@ -74,15 +68,7 @@ def _js_key(x: Any) -> str:
     """The property key JavaScript makes of a JSON value used as one (``obj[payload.id]``)."""
     if type(x) is str:
         return x
-    if x is UNSET:
-        return "undefined"
-    if x is None:
-        return "null"
-    if x is True or x is False:
-        return "true" if x else "false"
-    if isinstance(x, float) and x.is_integer() and abs(x) < 1e21:
-        return str(int(x))
-    return str(x) if isinstance(x, (int, float)) else json.dumps(x)
+    return "undefined" if x is UNSET else _js_string(x)
 
 
 def _js_index(k: str) -> int:
@@ -353,7 +339,8 @@ class _Run:
         self.error: Optional[dict] = None
         self.tripwire: Optional[dict] = None
         # a tripwire chunk ends the run where it is (Mastra stops reading the stream there): what
-        # the run had then, (text end, steps, usage, warnings, status, error); None till then
+        # the run had then, (text end, steps, usage, warnings, status, error, tripwire); None till
+        # then
         self.trip: Optional[tuple] = None
         self.object: Any = None
         # Mastra's object promise: 0 pending, 1 resolved (by the first object-result), 2 rejected
@@ -568,7 +555,7 @@ class _Run:
                 tw[k] = p[k]
         self.tripwire = tw
         self.finish_reason = "other"
-        self.trip = (len(self.text), len(self.steps), self.usage(), self.warnings, self.status, self.error)
+        self.trip = (len(self.text), len(self.steps), self.usage(), self.warnings, self.status, self.error, tw)
 
     # -- text and reasoning ------------------------------------------------------------------
     def text_part(self, id_: Any, pm: Any) -> _Part:
@@ -775,7 +762,7 @@ class _Run:
                 run_id=self.run_id, text=dec.get(tbuf, 0, trip[0]), reasoning_text=None, reasoning=[],
                 tool_calls=[], tool_results=[], tool_errors=[], usage=usage, total_usage=dict(usage),
                 finish_reason="other", object=None, sources=[], files=[], warnings=trip[3],
-                provider_metadata=None, steps=steps, error=trip[5], tripwire=self.tripwire, status=trip[4],
+                provider_metadata=None, steps=steps, error=trip[5], tripwire=trip[6], status=trip[4],
                 suspend_payload=None, parts=self._parts(dec), invalid_frames=[])
         # The text: the last step's once a step had tool calls or results (Mastra leaves out the
         # narration before the tools), unless the run was suspended; everything otherwise.  Till
@@ -894,10 +881,6 @@ def _no_keys(x: Any) -> bool:
     if isinstance(x, (dict, list, str)):
         return not x
     return True
-
-
-def _call_id(c: Any) -> Any:
-    return getattr(c.payload, "toolCallId", None)
 
 
 def _error_text(e: Any) -> str:
@@ -1039,7 +1022,8 @@ def _finish_fields(payload: Any) -> tuple:
 def light_fields(m: Any) -> tuple:
     """What accumulation reads from a light step-finish/finish (decode_finish_light's struct):
     (is step-finish, runId or None, reason, warnings, usage, response id, model id,
-    providerMetadata, from or UNSET).  (from: for the run the frame may be the first of, as the
+    providerMetadata, from or UNSET), and when the reason is "tripwire" the tripwire of the last
+    entry of output.steps (_step_trip).  (from: for the run the frame may be the first of, as the
     typed chunk's would be: a log that starts in the middle of a run.)"""
     f = _finish_fields(m.payload)
     out = (m.type == "step-finish", None if m.runId is UNSET else m.runId) + f + (m.from_,)
