@@ -138,7 +138,7 @@ def test_no_reasoning_is_undefined_not_empty(codec):
     assert ways(codec, [line("reasoning-delta", {"id": "r", "text": ""})]).reasoning_text == ""
 
 
-def test_tool_arguments_streamed_parsed_at_end_and_later_call_authoritative(codec):
+def test_tool_arguments_streamed_parsed_at_end_and_a_later_call_only_fills_in(codec):
     tc = "call_1"
     start = line("tool-call-input-streaming-start", {"toolCallId": tc, "toolName": "w", "providerExecuted": True})
     deltas = [line("tool-call-delta", {"argsTextDelta": d, "toolCallId": tc, "toolName": "w"})
