@@ -239,7 +239,7 @@ def _events_from_mastra(chunks: Iterable[Any]) -> Iterator[Any]:
         elif tag == "tool-call":
             yield from ensure_step(run)
             if p.toolCallId in run.calls_finished:
-                continue        # a later tool-call for the same id (Mastra replaces): keep the first
+                continue        # a later tool-call for the same id: Mastra lists the first only
             if p.toolCallId not in run.calls_started:
                 run.calls_started.add(p.toolCallId)
                 yield emit(run, T.ToolCallStarted(p.toolCallId, p.toolName))
