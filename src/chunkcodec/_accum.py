@@ -33,7 +33,7 @@ from msgspec import UNSET, UnsetType
 
 from . import chunks as _c
 from ._model import convert_item
-from ._jsonout import js_number, js_numbers, utf8_json
+from ._jsonout import encode_general, js_number, js_numbers
 from ._results import (PartialJSON, RunOutput, StepResult, _builtins, _complete_utf8, join_surrogates,
                        parse_args)
 from .errors import DecodeError, InvalidFrame
@@ -911,7 +911,7 @@ def _error_value(e: Any) -> dict:
 
 def _js_stringify(x: Any) -> str:
     """JSON.stringify(x) of a JSON value."""
-    return js_numbers(utf8_json(x)).decode("utf-8")
+    return encode_general(x, js_numbers).decode("utf-8")
 
 
 def _js_string(x: Any) -> str:
