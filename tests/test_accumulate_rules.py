@@ -424,6 +424,49 @@ def test_parts_follow_build_messages_from_chunks(codec):
     assert inv["state"] == "output-error" and inv["errorText"]
 
 
+def test_parts_rules_mastra_builds_them_by(codec):
+    """buildMessagesFromChunks' rules (tests/test_mastra_oracle.py runs Mastra's own on random
+    runs): a step-start only between a tool invocation and a text right after it; a call with a
+    result takes the result's providerExecuted and providerMetadata (the call's Responses item id
+    kept); a tool error marks the first invocation of its id listed before it, with Mastra's error
+    text; sources and files as Mastra writes them; a reasoning-start
+    with nothing after it is an empty part at the end."""
+    r = ways(codec, [
+        line("tool-call", {"toolCallId": "a", "toolName": "w", "args": {}, "providerExecuted": True,
+                           "providerMetadata": {"openai": {"itemId": "i1"}, "x": 1}}),
+        line("tool-error", {"toolCallId": "b", "toolName": "w", "error": "too early"}),
+        line("tool-result", {"toolCallId": "a", "toolName": "w", "result": 1,
+                             "providerMetadata": {"openai": {"itemId": "i2", "k": 2}}}),
+        line("reasoning-start", {"id": "r"}), line("reasoning-delta", {"id": "r", "text": "hm"}),
+        line("reasoning-end", {"id": "r"}), text_delta("t", "x"), line("text-end", {"id": "t"}),
+        line("tool-call", {"toolCallId": "b", "toolName": "w", "args": {}, "title": "T"}),
+        line("source", {"id": "s", "sourceType": "document", "title": "d"}),
+        text_delta("u", "y"), line("tool-call", {"toolCallId": "b", "toolName": "w", "args": {"n": 2}}),
+        line("tool-error", {"toolCallId": "b", "toolName": "w", "error": {"message": "  "}}),
+        line("tool-error", {"toolCallId": "b", "toolName": "w", "error": {"name": "E", "message": "boom"}}),
+        line("file", {"data": "AA", "mimeType": "image/png"}),
+        line("reasoning-start", {"id": "q", "providerMetadata": {"p": 1}}),
+        line("step-finish", {"stepResult": {"reason": "stop"}, "output": {"usage": {}}, "metadata": {}}),
+    ])
+    # (the second tool-call of b only fills in the first's arguments: Mastra sends no such call on)
+    assert [p["type"] for p in r.parts] == ["tool-invocation", "reasoning", "text", "tool-invocation", "source",
+                                            "text", "file", "reasoning"]
+    a = r.parts[0]
+    assert a["toolInvocation"]["state"] == "result" and "providerExecuted" not in a
+    assert a["providerMetadata"] == {"openai": {"itemId": "i1", "k": 2, "resultItemId": "i2"}}
+    b = r.parts[3]
+    assert b["title"] == "T" and b["toolInvocation"] == {"state": "output-error", "toolCallId": "b",
+                                                         "toolName": "w", "args": {"n": 2}, "errorText": "boom"}
+    assert r.parts[4]["source"] == {"sourceType": "url", "id": "s", "url": "", "title": "d"}
+    assert r.parts[6] == {"type": "file", "data": "AA", "mimeType": "image/png"}
+    assert r.parts[7] == {"type": "reasoning", "reasoning": "", "details": [{"type": "text", "text": ""}],
+                          "providerMetadata": {"p": 1}}
+    # the text right after an invocation, data parts between them or not, has its step-start
+    r = ways(codec, [line("tool-call", {"toolCallId": "a", "toolName": "w", "args": {}}),
+                     line("data-progress", data={"v": 1}, run=None), text_delta("t", "x")])
+    assert [p["type"] for p in r.parts] == ["tool-invocation", "data-progress", "step-start", "text"]
+
+
 def test_bad_frame_strict_raises_with_position_after_taking_what_came_before(codec):
     acc = codec.Accumulator("ndjson")
     data = text_delta("t", "ok") + b"\n" + b'{"type":"text-delta",oops}\n'

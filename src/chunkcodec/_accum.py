@@ -644,7 +644,7 @@ class _Run:
         self.call_list.append(entry)
         if call_id not in self.tool_calls:
             self.tool_calls[call_id] = i
-            self.seq.append(("tool", call_id))
+        self.seq.append(("tool", i))     # (a message part for each call listed)
         self.step().calls.append(i)
 
     def tool_call(self, chunk: Any, call_id: Any) -> None:
@@ -814,9 +814,10 @@ class _Run:
             r = _v(c.payload.result)
             if r is not None:
                 results[c.payload.toolCallId] = c
-        errors = {c.payload.toolCallId: c for c in self.tool_errors
-                  if isinstance(getattr(c.payload, "toolCallId", None), str)}
         out: List[dict] = []
+        # a step-start goes before a text part that comes right after a tool invocation (Mastra
+        # inserts it once empty texts are dropped); the data parts, which Mastra adds to the
+        # message apart from the others, as they arrive, do not come between them
         after_tool = False
         for kind, v in self.seq:
             if kind == "span":
@@ -828,7 +829,6 @@ class _Run:
                         continue
                     if after_tool:
                         out.append({"type": "step-start"})
-                        after_tool = False
                     d = {"type": "text", "text": t}
                 else:
                     detail = {"type": "redacted", "data": ""} if part.redacted else {"type": "text", "text": t}
@@ -836,43 +836,75 @@ class _Run:
                 if pm is not None:
                     d["providerMetadata"] = pm
                 out.append(d)
+                after_tool = False
             elif kind == "tool":
-                i = self.tool_calls.get(v)
-                if i is None:
-                    continue
-                c = self.call_list[i]
-                p = c.payload
+                p = self.call_list[v].payload
+                v = p.toolCallId
                 inv: Dict[str, Any] = {"state": "call", "toolCallId": v, "toolName": p.toolName,
                                        "args": _v(p.args) if p.args is not UNSET else {}}
-                if v in results:
+                pm = _v_or_unset(getattr(p, "providerMetadata", UNSET))
+                executed = getattr(p, "providerExecuted", UNSET)
+                res = results.get(v)
+                if res is not None:
+                    # (the result's providerExecuted, and its providerMetadata, else the call's)
                     inv["state"] = "result"
-                    inv["result"] = results[v].payload.result
-                if v in errors:
-                    inv["state"] = "output-error"
-                    inv["errorText"] = _error_text(_v(errors[v].payload.error))
+                    inv["result"] = res.payload.result
+                    pm = _merged_item_ids(pm, _v_or_unset(getattr(res.payload, "providerMetadata", UNSET)))
+                    executed = getattr(res.payload, "providerExecuted", UNSET)
                 d = {"type": "tool-invocation", "toolInvocation": inv}
-                for src, dst in (("providerMetadata", "providerMetadata"),
-                                 ("providerExecuted", "providerExecuted"), ("title", "title")):
-                    val = getattr(p, src, UNSET)
-                    if val is not UNSET:
-                        d[dst] = val
+                if pm is not UNSET:
+                    d["providerMetadata"] = pm
+                if executed is not UNSET:
+                    d["providerExecuted"] = executed
+                title = getattr(p, "title", UNSET)
+                if title is not UNSET:
+                    d["title"] = title
                 out.append(d)
                 after_tool = True
+            elif kind == "tool-error":
+                # the first invocation of its id listed so far (none: nothing) takes the error
+                cid = getattr(v.payload, "toolCallId", UNSET)
+                for d in out:
+                    if d["type"] == "tool-invocation" and d["toolInvocation"]["toolCallId"] == cid:
+                        inv = dict(d["toolInvocation"])
+                        inv["state"] = "output-error"
+                        msg = _error_value(_v(v.payload.error), "Tool execution failed")["message"]
+                        inv["errorText"] = msg if not isinstance(msg, str) or msg.strip() else \
+                            "Tool execution failed"
+                        d["toolInvocation"] = inv
+                        break
             elif kind == "source":
                 p = _builtins(v.payload)
-                src = {"sourceType": p.get("sourceType", "url"), "id": p.get("id"), "url": p.get("url"),
-                       "title": p.get("title")}
-                if "providerMetadata" in p:
-                    src["providerMetadata"] = p["providerMetadata"]
+                src = {"sourceType": "url"}
+                if "id" in p:
+                    src["id"] = p["id"]
+                src["url"] = p["url"] if _truthy(p.get("url")) else ""
+                for k in ("title", "providerMetadata"):
+                    if k in p:
+                        src[k] = p[k]
                 out.append({"type": "source", "source": src})
+                after_tool = False
             elif kind == "file":
                 p = _builtins(v.payload)
-                d = {"type": "file", "data": p.get("data"), "mimeType": p.get("mimeType")}
-                if "providerMetadata" in p:
+                d = {"type": "file"}
+                for k in ("data", "mimeType"):
+                    if k in p:
+                        d[k] = p[k]
+                if _truthy(p.get("providerMetadata")):
                     d["providerMetadata"] = p["providerMetadata"]
                 out.append(d)
+                after_tool = False
             elif kind == "data":
                 out.append({"type": v.type, "data": _v(v.data)})
+        # a reasoning-start with no delta or end since: an empty part, at the end
+        # (MessagePartSpans.flushSpansLeftOpen)
+        for part in self.open_reasoning.values():
+            if not part.listed:
+                d = {"type": "reasoning", "reasoning": "", "details": [{"type": "text", "text": ""}]}
+                pm = _v(part.pm)
+                if pm is not None:
+                    d["providerMetadata"] = pm
+                out.append(d)
         return out
 
 
@@ -883,16 +915,10 @@ def _no_keys(x: Any) -> bool:
     return True
 
 
-def _error_text(e: Any) -> str:
-    if isinstance(e, dict):
-        return str(e.get("message", e))
-    return str(e)
-
-
-def _error_value(e: Any) -> dict:
-    """Mastra's ``getErrorFromUnknown(payload.error, {fallbackMessage: "Unknown error chunk in
-    stream"})`` as its ``{name, message}``: an object's own name and message (whatever their
-    types: Object.assign copies them onto the Error), else its JSON.stringify text
+def _error_value(e: Any, fallback: str = "Unknown error chunk in stream") -> dict:
+    """Mastra's ``getErrorFromUnknown(payload.error, {fallbackMessage})`` (an error chunk's
+    fallback by default) as its ``{name, message}``: an object's own name and message (whatever
+    their types: Object.assign copies them onto the Error), else its JSON.stringify text
     ("[object Object]" for {}); a non-empty string as the message; anything else the fallback."""
     if isinstance(e, dict):
         if "message" in e:
@@ -906,7 +932,31 @@ def _error_value(e: Any) -> dict:
         return {"name": "Error", "message": _js_stringify(e)}
     if isinstance(e, str) and e:
         return {"name": "Error", "message": e}
-    return {"name": "Error", "message": "Unknown error chunk in stream"}
+    return {"name": "Error", "message": fallback}
+
+
+def _v_or_unset(x: Any) -> Any:
+    return x if x is UNSET else _v(x)
+
+
+def _merged_item_ids(call: Any, result: Any) -> Any:
+    """The providerMetadata of a tool invocation with a result (``preserveResponseItemIdsOnMerge``):
+    the result's, else the call's; where the call and the result carry different OpenAI (or Azure)
+    Responses item ids, the call's is kept as ``itemId`` and the result's as ``resultItemId``."""
+    merged = call if result is UNSET or result is None else result
+    for prov in ("openai", "azure"):
+        a = call.get(prov) if isinstance(call, dict) else None
+        b = result.get(prov) if isinstance(result, dict) else None
+        ca = a.get("itemId") if isinstance(a, dict) else None
+        rb = b.get("itemId") if isinstance(b, dict) else None
+        if isinstance(ca, str) and isinstance(rb, str) and ca != rb:
+            ns = merged.get(prov) if isinstance(merged, dict) else None
+            ns = dict(ns) if isinstance(ns, dict) else {}
+            ns["itemId"] = ca
+            ns["resultItemId"] = rb
+            merged = dict(merged) if isinstance(merged, dict) else {}
+            merged[prov] = ns
+    return merged
 
 
 def _js_stringify(x: Any) -> str:
@@ -1381,6 +1431,7 @@ class AccumulatorBase:
     def _on_tool_error(self, run: _Run, chunk: Any, p: Any) -> None:
         # (not a tool result for Mastra, nor what makes a step a tool step)
         run.tool_errors.append(chunk)
+        run.seq.append(("tool-error", chunk))
         run.step()
 
     def _on_tool_output(self, run: _Run, chunk: Any, p: Any) -> None:

@@ -4,9 +4,26 @@
 // stdin: a JSON array of streams, each an array of chunk JSON texts: what Mastra's agent loop
 // hands MastraModelOutput.  stdout: a JSON array with, for each stream, what a client receives
 // (`wire`: each chunk of fullStream as JSON.stringify wrote it when it arrived, as the corpus was
-// recorded) and what Mastra resolved, in the shape of the corpus's .expected.json files.
+// recorded) and what Mastra resolved, in the shape of the corpus's .expected.json files; and
+// `parts`, the parts of the message Mastra's buildMessagesFromChunks builds of that wire.
+import { readdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { pathToFileURL } from 'node:url';
 import { MastraModelOutput } from '@mastra/core/stream';
 import { MessageList } from '@mastra/core/agent/message-list';
+
+// A function of @mastra/core that no entry point exports: the dist file whose export list names
+// it, and the name it is exported under there (the pinned version's files are what they are).
+async function internal(name) {
+  const dist = createRequire(import.meta.url).resolve('@mastra/core/stream').replace(/\/dist\/.*$/, '/dist/');
+  for (const f of readdirSync(dist)) {
+    if (!f.endsWith('.js')) continue;
+    const m = readFileSync(dist + f, 'utf8').match(new RegExp(`\\b${name} as ([\\w$]+)\\b`));
+    if (m) return (await import(pathToFileURL(dist + f).href))[m[1]];
+  }
+  throw new Error(`@mastra/core has no ${name}`);
+}
+const buildMessagesFromChunks = await internal('buildMessagesFromChunks');
 
 const FIELDS = ['text', 'reasoningText', 'reasoning', 'toolCalls', 'toolResults', 'usage', 'totalUsage',
   'finishReason', 'object', 'sources', 'files', 'warnings', 'providerMetadata', 'steps', 'suspendPayload'];
@@ -64,6 +81,8 @@ async function run(texts) {
       clearTimeout(timer);
     }
   }
+  const msgs = buildMessagesFromChunks({ chunks: res.wire.map(w => JSON.parse(w)), messageId: 'msg-oracle' });
+  res.parts = msgs.length ? recorded(msgs[0].content.parts) : [];
   res.error = out.error ? errorOf(out.error) : null;
   res.tripwire = out.tripwire ? recorded(out.tripwire) : null;
   res.status = out.status;
