@@ -465,6 +465,17 @@ def test_parts_rules_mastra_builds_them_by(codec):
     r = ways(codec, [line("tool-call", {"toolCallId": "a", "toolName": "w", "args": {}}),
                      line("data-progress", data={"v": 1}, run=None), text_delta("t", "x")])
     assert [p["type"] for p in r.parts] == ["tool-invocation", "data-progress", "step-start", "text"]
+    # a start while the id's part is open does not close it; the next part takes the last start's
+    # providerMetadata, none if it had none
+    r = ways(codec, [
+        line("text-start", {"id": "t", "providerMetadata": {"a": 1}}), line("text-start", {"id": "t"}),
+        text_delta("t", "x"), line("text-start", {"id": "t", "providerMetadata": {"a": 2}}), text_delta("t", "y"),
+        line("text-end", {"id": "t"}), line("reasoning-start", {"id": "r"}),
+        line("reasoning-delta", {"id": "r", "text": "a"}), line("reasoning-start", {"id": "r", "providerMetadata": {"p": 2}}),
+        line("reasoning-delta", {"id": "r", "text": "b"}), line("reasoning-end", {"id": "r"})])
+    assert r.parts == [{"type": "text", "text": "xy"},
+                       {"type": "reasoning", "reasoning": "ab", "details": [{"type": "text", "text": "ab"}]}]
+    assert r.reasoning_text == "ab" and [e["payload"]["text"] for e in r.reasoning] == ["b"]
 
 
 def test_bad_frame_strict_raises_with_position_after_taking_what_came_before(codec):

@@ -167,7 +167,7 @@ class _Memo:
 class _Part:
     """A text or reasoning part: one ``payload.id`` from its first delta to its ``*-end``."""
 
-    __slots__ = ("kind", "id", "buf", "segs", "tail", "pm", "redacted", "listed")
+    __slots__ = ("kind", "id", "buf", "segs", "tail", "pm", "redacted", "listed", "msg", "more")
 
     def __init__(self, kind: str, id_: Any, buf: Any, pm: Any) -> None:
         self.kind = kind
@@ -178,6 +178,10 @@ class _Part:
         self.pm = pm
         self.redacted = False
         self.listed = False     # has its place in the message parts
+        # A reasoning part begun by a reasoning-start while its id's message part was open (deltas
+        # since, no end): Mastra's message part goes on, so this one's text is that part's too.
+        self.msg: Any = None    # that message part, in `more`'s parts
+        self.more: Any = None   # a message part's: the parts whose text it goes on with, or None
 
     def set_pm(self, pm: Any) -> None:
         """A delta's providerMetadata (last seen wins).  (The native delta loop takes a delta
@@ -185,6 +189,8 @@ class _Part:
         writing at its buffer's end re-takes it here, which on the native path drops the routes to
         the buffer: one set on any other path is then the one a later delta is compared with.)"""
         self.pm = pm
+        if self.msg is not None:
+            self.msg.pm = pm
         if self.buf.owner is self:
             self.buf.owner = self
 
@@ -587,9 +593,18 @@ class _Run:
         redacted-reasoning (a new part, no entry: MastraModelOutput does not list those)."""
         part = self.open_reasoning.get(id_)
         if part is None or start:
+            msg = None
             if part is not None:
                 part.seal()
+                if start == 1 and part.listed and not _redacted(pm):
+                    msg = part if part.msg is None else part.msg
             part = _Part("reasoning", id_, self.rbuf, pm)
+            if msg is not None:       # (the message part goes on: see _Part)
+                part.msg = msg
+                part.listed = True
+                if msg.more is None:
+                    msg.more = []
+                msg.more.append(part)
             self.open_reasoning[id_] = part
             if start == 1:
                 # (an id seen before keeps its place in the object, with the new entry)
@@ -823,6 +838,8 @@ class _Run:
             if kind == "span":
                 part = v        # (a _Part: typed in the .pxd, so its fields are read directly)
                 t = part.text(dec)
+                if part.more is not None:
+                    t += "".join([q.text(dec) for q in part.more])
                 pm = _v(part.pm)
                 if part.kind == "text":
                     if not t and pm is None:
@@ -933,6 +950,13 @@ def _error_value(e: Any, fallback: str = "Unknown error chunk in stream") -> dic
     if isinstance(e, str) and e:
         return {"name": "Error", "message": e}
     return {"name": "Error", "message": fallback}
+
+
+def _redacted(pm: Any) -> bool:
+    """A reasoning-start's providerMetadata says the reasoning is redacted (a provider's entry
+    with redactedData)."""
+    pm = _v(pm)
+    return isinstance(pm, dict) and any(isinstance(v, dict) and _truthy(v.get("redactedData")) for v in pm.values())
 
 
 def _v_or_unset(x: Any) -> Any:
@@ -1325,10 +1349,16 @@ class AccumulatorBase:
         return part.buf, part
 
     def _make_current(self, run_id: str, from_: str) -> None:
-        """A text-start frame without providerMetadata, or a start frame of payload {id,
-        messageId}, read by the native decoder: all either does is make its run the current one
-        (a new run at its first chunk)."""
+        """A start frame of payload {id, messageId}, read by the native decoder: all it does is
+        make its run the current one (a new run at its first chunk)."""
         _run_of(self, run_id, from_)
+
+    def _text_start(self, run_id: str, from_: str, id_: str) -> None:
+        """A text-start frame without providerMetadata, read by the native decoder: its run made
+        the current one, and no providerMetadata kept for the id's next part."""
+        run = _run_of(self, run_id, from_)
+        if run.text_pm:
+            run.text_pm.pop(id_, None)
 
     def _tool_input_end(self, run_id: str, from_: str, call_id: str) -> None:
         """A tool-call-input-streaming-end frame of payload {toolCallId}, read by the native
@@ -1373,16 +1403,18 @@ class AccumulatorBase:
 
     # -- one handler per chunk type (_HANDLERS): (run, chunk, payload) ---------------------------
     def _on_text_start(self, run: _Run, chunk: Any, p: Any) -> None:
+        # (the providerMetadata the id's next part opens with: this start's, none if it has none)
         if p.providerMetadata is not UNSET:
             run.text_pm[p.id] = p.providerMetadata
+        elif run.text_pm:
+            run.text_pm.pop(p.id, None)
 
     def _on_text_end(self, run: _Run, chunk: Any, p: Any) -> None:
         run.end_text(p.id, p.providerMetadata)
 
     def _on_reasoning_start(self, run: _Run, chunk: Any, p: Any) -> None:
         part = run.reasoning_part(p.id, p.providerMetadata, 1)
-        pm = _v(p.providerMetadata)
-        if isinstance(pm, dict) and any(isinstance(v, dict) and "redactedData" in v for v in pm.values()):
+        if _redacted(p.providerMetadata):
             part.redacted = True
             part.listed = True
             run.seq.append(("span", part))
@@ -1394,6 +1426,8 @@ class AccumulatorBase:
             part = _Part("reasoning", p.id, run.rbuf, p.providerMetadata)
         if p.providerMetadata is not UNSET:
             part.pm = p.providerMetadata
+            if part.msg is not None:
+                part.msg.pm = p.providerMetadata
         if not part.listed:   # no delta: Mastra keeps an empty reasoning part
             part.listed = True
             run.seq.append(("span", part))

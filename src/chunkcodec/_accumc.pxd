@@ -15,7 +15,7 @@ cdef class _Memo:
     cpdef str get(self, buf, Py_ssize_t start=*, Py_ssize_t end=*)
 
 cdef class _Part:
-    cdef public object kind, id, buf, pm
+    cdef public object kind, id, buf, pm, msg, more
     cdef public list segs
     cdef public Py_ssize_t tail
     cdef public bint redacted, listed
@@ -111,6 +111,7 @@ cdef class AccumulatorBase:
     cpdef tuple _route(self, int kind, run_id, from_, key, name)
     cpdef tuple _route_pm(self, int kind, run_id, from_, key, pm)
     cpdef _make_current(self, run_id, from_)
+    cpdef _text_start(self, run_id, from_, id_)
     cpdef _tool_input_end(self, run_id, from_, call_id)
     cpdef _tool_input_start(self, run_id, from_, call_id, name)
     @cython.locals(run=_Run)

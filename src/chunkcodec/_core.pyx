@@ -1426,7 +1426,9 @@ cdef class StreamDecoder:
         run_id = self._cached_utf8(st.run, st.run_len, CC_F_RUN_ID)
         from_ = self._cached_utf8(st.from_, st.from_len, CC_F_FROM)
         self._cur_run = None
-        if st.event == CC_ACC_TEXT_START or st.event == CC_ACC_START:
+        if st.event == CC_ACC_TEXT_START:
+            self._sink._text_start(run_id, from_, self._cached_utf8(st.key, st.key_len, CC_F_ID))
+        elif st.event == CC_ACC_START:
             self._sink._make_current(run_id, from_)
         elif st.event == CC_ACC_TOOL_INPUT_END:
             self._sink._tool_input_end(run_id, from_, PyUnicode_DecodeUTF8(st.key, <Py_ssize_t>st.key_len, NULL))
