@@ -478,6 +478,27 @@ def test_parts_rules_mastra_builds_them_by(codec):
     assert r.reasoning_text == "ab" and [e["payload"]["text"] for e in r.reasoning] == ["b"]
 
 
+def test_a_goal_that_continues_the_run_truncates_what_mastra_resolves(codec):
+    """goal with shouldContinue true: the text, reasoning, steps, calls, results, sources and
+    files begin anew (usage stays); the step being written goes too at its step-finish when it
+    had content.  Without shouldContinue true a goal changes nothing."""
+    sf = line("step-finish", {"stepResult": {"reason": "stop"}, "output": {"usage": {"inputTokens": 1}},
+                              "metadata": {}})
+    r = ways(codec, [
+        text_delta("t", "a"), line("tool-call", {"toolCallId": "c", "toolName": "w", "args": {}}),
+        line("source", {"id": "s", "sourceType": "url", "url": "u"}), sf,
+        line("goal", {"objective": "o", "shouldContinue": False}), text_delta("t", "b"),
+        line("reasoning-delta", {"id": "r", "text": "x"}),
+        line("goal", {"objective": "o", "shouldContinue": True}), text_delta("t", "c"), sf,
+        text_delta("t", "d"), line("tool-call", {"toolCallId": "c", "toolName": "w", "args": {"n": 1}}), sf,
+        line("finish", {"stepResult": {"reason": "stop"}, "output": {"usage": {}}, "metadata": {}})])
+    assert r.text == "d" and r.reasoning_text is None and r.sources == []
+    assert [s.text for s in r.steps] == ["d"] and r.steps[0].step_type == "initial"
+    assert [c.payload.args for c in r.tool_calls] == [{"n": 1}]     # (listed again: a new list)
+    assert r.usage["inputTokens"] == 3
+    assert [p.get("text") for p in r.parts if p["type"] == "text"] == ["abcd"]
+
+
 def test_bad_frame_strict_raises_with_position_after_taking_what_came_before(codec):
     acc = codec.Accumulator("ndjson")
     data = text_delta("t", "ok") + b"\n" + b'{"type":"text-delta",oops}\n'

@@ -147,6 +147,27 @@ def test_random_runs_reassemble_as_mastra_resolves_them(oracle_dir, codec, block
             assert parts_view(run) == res["parts"], (seed, how, parts_view(run), res["parts"])
 
 
+def test_goal_loops_reassemble_as_mastra_resolves_them(oracle_dir, codec):
+    """Random runs with goal chunks between and inside their steps: one that continues the run
+    truncates what Mastra resolves of it (text, reasoning, steps, calls, results, sources and
+    files begin anew; the step being written goes too at its step-finish if it had content)."""
+    seeds = range(50_000, 50_200)
+    results = oracle(oracle_dir, [mastra_run(random.Random(s), goals=True) for s in seeds])
+    rng = random.Random(5)
+    truncated = 0
+    for seed, res in zip(seeds, results):
+        assert res["fullStreamThrew"] is None, (seed, res["fullStreamThrew"])
+        want = mastra_view(res)
+        truncated += any('"shouldContinue":true' in w for w in res["wire"])
+        for how, acc in _ways(codec, res["wire"], rng):
+            run = acc.result("run-0")
+            got = actual_view(run, want)
+            diff = {f: (want[f], got[f]) for f in want if got[f] != want[f]}
+            assert not diff, (seed, how, diff)
+            assert parts_view(run) == res["parts"], (seed, how)
+    assert truncated > 50
+
+
 def test_interleaved_runs_each_reassemble_as_mastra_resolves_them(oracle_dir, codec):
     """Mastra's wires of 60 runs interleaved at random in one log, as a busy server's log has
     them: accumulate() gives each run what Mastra resolved for it.  (A chunk without runId stays

@@ -338,7 +338,16 @@ def _m_usage(rng, full, low=0):
     return u
 
 
-def mastra_run(rng, rid="run-0", nested=True):
+def _m_goal(rng, c):
+    """A goal chunk of a goal loop's judge: the run goes on (shouldContinue), or not."""
+    p = {"objective": "o", "iteration": rng.randrange(3), "passed": False, "status": "active"}
+    cont = rng.choice([True, True, False, None])
+    if cont is not None:
+        p["shouldContinue"] = cont
+    return c("goal", p)
+
+
+def mastra_run(rng, rid="run-0", nested=True, goals=False):
     """The chunks of one agent run as Mastra's loop writes them, before MastraModelOutput (which
     adds the call it makes at each tool-call-input-streaming-end, drops the provider's own, fills
     in tool-call-delta names and rewrites the finish's usage): 1-3 steps of text and reasoning
@@ -347,7 +356,9 @@ def mastra_run(rng, rid="run-0", nested=True):
     ended by a finish, or an error or abort (then a finish), a tripwire, a suspension, or a step
     that tripped.  Only what the wire shows: a streamed call's own tool-call repeats what the
     call Mastra makes has (what it would fill in is lost on the wire, as is a finish's usage a
-    step did not report, which Mastra writes as 0: README), and call ids are not reused."""
+    step did not report, which Mastra writes as 0: README), and call ids are not reused.
+    goals: goal chunks too, between and inside steps, some continuing the run (the other runs
+    are the same streams either way)."""
     import json
     env = {"runId": rid, "from": "AGENT"}
 
@@ -375,6 +386,8 @@ def mastra_run(rng, rid="run-0", nested=True):
         for it in range(items):
             if cut == it:
                 break
+            if goals and rng.random() < 0.12:
+                out.append(_m_goal(rng, c))
             k = rng.random()
             if k < 0.35:        # a text part
                 id_ = rng.choice(["txt-0", "0", "1", "t%d" % it])
@@ -491,6 +504,8 @@ def mastra_run(rng, rid="run-0", nested=True):
         if rng.random() < 0.1:
             sf["providerMetadata"] = rng.choice(_M_PMS)
         out.append(c("step-finish", sf))
+        if goals and rng.random() < 0.3:
+            out.append(_m_goal(rng, c))
         last_reason = reason
     fin = {"stepResult": {"reason": last_reason}, "output": {"usage": _m_usage(rng, 0.3, 1) if rng.random() < 0.5 else {}},
            "metadata": {"id": "resp-f", "modelId": "mock"}, "messages": _M_NO_MESSAGES}

@@ -275,11 +275,10 @@ class _Step:
     a step-start changes nothing there): ranges of the run's buffers, and the places of its tool
     calls and results in the run's lists."""
 
-    __slots__ = ("index", "t0", "r0", "t1", "r1", "calls", "results", "sources",
-                 "files", "warnings", "reason", "usage", "pm", "resp_id", "model_id", "trip")
+    __slots__ = ("t0", "r0", "t1", "r1", "calls", "results", "sources",
+                 "files", "warnings", "reason", "usage", "pm", "resp_id", "model_id", "trip", "reasoned")
 
-    def __init__(self, index: int, t0: int, r0: int) -> None:
-        self.index = index
+    def __init__(self, t0: int, r0: int) -> None:
         self.t0, self.r0 = t0, r0
         self.t1 = self.r1 = -1
         self.calls: list = []       # indices in the run's call_list
@@ -292,6 +291,7 @@ class _Step:
         self.pm = None
         self.resp_id = self.model_id = None
         self.trip = False           # its step-finish carried a tripwire: its text is ""
+        self.reasoned = False       # a reasoning delta opened a part in it (goal())
 
 
 class _Run:
@@ -299,7 +299,7 @@ class _Run:
                  "text_pm", "rdet", "saw_reasoning", "seq", "steps", "cur", "tool_calls", "call_list", "pending",
                  "tool_args", "tool_results", "tool_errors", "sources", "files", "u", "u_max", "u_sorted", "warnings",
                  "finish_reason", "status", "finished", "suspended", "error", "tripwire", "trip", "object", "obj_state",
-                 "suspend_payload", "pm")
+                 "suspend_payload", "pm", "cut", "cut_next")
 
     def __init__(self, acc: "AccumulatorBase", run_id: Optional[str], from_: Any) -> None:
         # (no reference back to acc: a run that holds its accumulator makes a reference cycle, and
@@ -345,7 +345,7 @@ class _Run:
         self.error: Optional[dict] = None
         self.tripwire: Optional[dict] = None
         # a tripwire chunk ends the run where it is (Mastra stops reading the stream there): what
-        # the run had then, (text end, steps, usage, warnings, status, error, tripwire); None till
+        # the run had then, (text end, steps, usage, warnings, status, error, tripwire, cut); None till
         # then
         self.trip: Optional[tuple] = None
         self.object: Any = None
@@ -354,6 +354,12 @@ class _Run:
         self.obj_state = 0
         self.suspend_payload: Optional[dict] = None
         self.pm: Any = None
+        # A goal chunk that continues the run truncates Mastra's run buffers: where the run's
+        # text, reasoning, steps, calls, results, sources and files begin since (lengths of the
+        # buffers and lists then), or None; and whether the step being written then is dropped
+        # too at its step-finish (goal())
+        self.cut: Optional[tuple] = None
+        self.cut_next = False
 
     def release(self) -> None:
         """No buffer of the run keeps a writer: the part writing at the end of one is sealed, as
@@ -374,9 +380,9 @@ class _Run:
             steps = self.steps
             if steps:
                 prev = steps[-1]
-                self.cur = _Step(len(steps), prev.t1, prev.r1)
+                self.cur = _Step(prev.t1, prev.r1)
             else:
-                self.cur = _Step(0, 0, 0)
+                self.cur = _Step(0, 0)
         return self.cur
 
     def step_start(self, warnings: Any) -> None:
@@ -399,6 +405,38 @@ class _Run:
         self.steps.append(st)
         self.cur = None
         self._add_usage(st.usage)
+        if self.cut_next:
+            self.cut_next = False
+            self.truncate()
+
+    def goal(self) -> None:
+        """A goal chunk with shouldContinue true (a goal loop goes on): Mastra truncates the run's
+        buffers (usage, warnings, the object and the step being written stay); and again at the
+        next step-finish if the step being written has text, calls, reasoning, sources or files
+        (so that it goes too, once listed)."""
+        cur = self.cur
+        if cur is not None:
+            t0, r0 = cur.t0, cur.r0
+            content = cur.calls or cur.sources or cur.files or cur.reasoned
+        else:       # (deltas of parts open since the previous step make no step: they go on in C)
+            t0, r0 = (self.steps[-1].t1, self.steps[-1].r1) if self.steps else (0, 0)
+            content = False
+        self.truncate()
+        if content or len(self.text) > t0 or len(self.rbuf) > r0:
+            self.cut_next = True
+
+    def truncate(self) -> None:
+        """Mastra's #truncateRunBuffers: the run's text, reasoning and reasoning entries, steps,
+        tool calls and results, sources and files begin anew, and so does what it knows of the
+        calls whose arguments are streaming (no call is made at their -end)."""
+        self.cut = (len(self.text), len(self.rbuf), len(self.steps), len(self.call_list), len(self.tool_results),
+                    len(self.sources), len(self.files))
+        self.tool_calls = {}
+        self.rdet = {}
+        self.saw_reasoning = False
+        for ta in self.tool_args.values():
+            ta.start = None
+            ta.mark = len(ta.buf)
 
     def _add_usage(self, usage: dict) -> None:
         """Mastra's updateUsageCount: each counter the step reports is added to the run's (a
@@ -490,7 +528,8 @@ class _Run:
                 self._fresh_usage(fresh, usage, False)
         # the run's providerMetadata is the finish's; its last step takes it if it has none
         self.pm = None if pm is UNSET else pm
-        if self.pm is not None and self.steps and self.steps[-1].pm is None:
+        if self.pm is not None and len(self.steps) > (0 if self.cut is None else self.cut[2]) \
+                and self.steps[-1].pm is None:
             self.steps[-1].pm = self.pm
 
     def usage(self) -> Dict[str, Any]:
@@ -561,7 +600,8 @@ class _Run:
                 tw[k] = p[k]
         self.tripwire = tw
         self.finish_reason = "other"
-        self.trip = (len(self.text), len(self.steps), self.usage(), self.warnings, self.status, self.error, tw)
+        self.trip = (len(self.text), len(self.steps), self.usage(), self.warnings, self.status, self.error, tw,
+                     self.cut)
 
     # -- text and reasoning ------------------------------------------------------------------
     def text_part(self, id_: Any, pm: Any) -> _Part:
@@ -635,6 +675,7 @@ class _Run:
         if not part.listed:
             self.seq.append(("span", part))
             part.listed = True
+            self.step().reasoned = True
         part.take()
         return part
 
@@ -756,12 +797,15 @@ class _Run:
         tbuf, rbuf = self.text, self.rbuf
         calls, results = self.calls(), self.tool_results
         trip = self.trip
+        cut = self.cut if trip is None else trip[7]     # (None unless a goal truncated the run)
         done = self.steps if trip is None else self.steps[:trip[1]]
+        if cut is not None:
+            done = done[cut[2]:]
         steps = []
         for st in done:
             ci, ri = st.calls, st.results
             steps.append(StepResult(
-                step_type="initial" if st.index == 0 else "tool-result",
+                step_type="tool-result" if steps else "initial",
                 text="" if st.trip else dec.get(tbuf, st.t0, st.t1),
                 # (a step without reasoning, the usual one: no call)
                 reasoning_text=dec.get(rbuf, st.r0, st.r1) if st.r1 > st.r0 else "",
@@ -774,7 +818,8 @@ class _Run:
             # what Mastra resolves at a tripwire: the text so far, the steps done, and empty lists
             usage = trip[2]
             return RunOutput(
-                run_id=self.run_id, text=dec.get(tbuf, 0, trip[0]), reasoning_text=None, reasoning=[],
+                run_id=self.run_id, text=dec.get(tbuf, 0 if cut is None else cut[0], trip[0]), reasoning_text=None,
+                reasoning=[],
                 tool_calls=[], tool_results=[], tool_errors=[], usage=usage, total_usage=dict(usage),
                 finish_reason="other", object=None, sources=[], files=[], warnings=trip[3],
                 provider_metadata=None, steps=steps, error=trip[5], tripwire=trip[6], status=trip[4],
@@ -791,17 +836,23 @@ class _Run:
         if last is not None and tool_step and not self.suspended:
             text = "" if last.trip else dec.get(tbuf, last.t0, last.t1)
         else:
-            text = dec.get(tbuf)
+            text = dec.get(tbuf) if cut is None else dec.get(tbuf, cut[0])
         usage = self.usage()
+        if cut is None:
+            reasoning_text = dec.get(rbuf) if self.saw_reasoning else None
+            calls, results, sources, files = calls[:], results[:], self.sources[:], self.files[:]
+        else:
+            reasoning_text = dec.get(rbuf, cut[1]) if self.saw_reasoning else None
+            calls, results = calls[cut[3]:], results[cut[4]:]
+            sources, files = self.sources[cut[5]:], self.files[cut[6]:]
         return RunOutput(
-            run_id=self.run_id, text=text,
-            reasoning_text=dec.get(rbuf) if self.saw_reasoning else None,
+            run_id=self.run_id, text=text, reasoning_text=reasoning_text,
             reasoning=[self._reasoning_entry(e, dec) for e in _js_values(self.rdet)] if self.rdet else [],
-            tool_calls=calls[:], tool_results=results[:], tool_errors=self.tool_errors[:],
+            tool_calls=calls, tool_results=results, tool_errors=self.tool_errors[:],
             usage=usage, total_usage=self.total_usage(usage), finish_reason=self.finish_reason,
             # (a run that stays suspended resolves its object as undefined)
             object=None if self.status == "suspended" else self.object,
-            sources=self.sources[:], files=self.files[:],
+            sources=sources, files=files,
             warnings=self.warnings, provider_metadata=self.pm, steps=steps,
             error=self.error, tripwire=self.tripwire, status=self.status,
             suspend_payload=self.suspend_payload, parts=self._parts(dec), invalid_frames=[])
@@ -1462,6 +1513,10 @@ class AccumulatorBase:
     def _on_tool_result(self, run: _Run, chunk: Any, p: Any) -> None:
         run.tool_result(chunk, p.toolCallId)
 
+    def _on_goal(self, run: _Run, chunk: Any, p: Any) -> None:
+        if p is not UNSET and getattr(p, "shouldContinue", UNSET) is True:
+            run.goal()
+
     def _on_tool_error(self, run: _Run, chunk: Any, p: Any) -> None:
         # (not a tool result for Mastra, nor what makes a step a tool step)
         run.tool_errors.append(chunk)
@@ -1616,6 +1671,7 @@ _HANDLERS: Dict[str, Any] = {
     "tool-call-input-streaming-end": AccumulatorBase._on_tool_input_end,
     "tool-call": AccumulatorBase._on_tool_call, "tool-result": AccumulatorBase._on_tool_result,
     "tool-error": AccumulatorBase._on_tool_error, "tool-output": AccumulatorBase._on_tool_output,
+    "goal": AccumulatorBase._on_goal,
     "source": AccumulatorBase._on_source, "file": AccumulatorBase._on_file,
     "object-result": AccumulatorBase._on_object_result, "error": AccumulatorBase._on_error,
     "abort": AccumulatorBase._on_abort, "tripwire": AccumulatorBase._on_tripwire,

@@ -33,18 +33,18 @@ cdef class _PendingCall:
     cdef public Py_ssize_t begin, end
 
 cdef class _Step:
-    cdef public Py_ssize_t index, t0, r0, t1, r1
+    cdef public Py_ssize_t t0, r0, t1, r1
     cdef public list calls, results, sources, files
     cdef public dict usage
     cdef public object reason, pm, resp_id, model_id, warnings
-    cdef public bint trip
+    cdef public bint trip, reasoned
 
 cdef class _Run:
     cdef public object new_buf, all_tool_args, run_id, from_, text, rbuf, cur, warnings, trip
-    cdef public object finish_reason, status, error, tripwire, object, suspend_payload, pm
+    cdef public object finish_reason, status, error, tripwire, object, suspend_payload, pm, cut
     cdef public dict open_text, open_reasoning, text_pm, rdet, tool_calls, tool_args, u
     cdef public list seq, steps, call_list, tool_results, tool_errors, sources, files
-    cdef public bint saw_reasoning, finished, suspended, pending, u_sorted
+    cdef public bint saw_reasoning, finished, suspended, pending, u_sorted, cut_next
     cdef public int obj_state
     cdef public Py_ssize_t u_max
     @cython.locals(prev=_Step)
