@@ -465,6 +465,11 @@ def test_parts_rules_mastra_builds_them_by(codec):
     r = ways(codec, [line("tool-call", {"toolCallId": "a", "toolName": "w", "args": {}}),
                      line("data-progress", data={"v": 1}, run=None), text_delta("t", "x")])
     assert [p["type"] for p in r.parts] == ["tool-invocation", "data-progress", "step-start", "text"]
+    # the error text: a message blank as JavaScript's trim() has it gives Mastra's fallback
+    for message, text in (("\u3000\ufeff ", "Tool execution failed"), ("\x1f", "\x1f"), ("", "Tool execution failed")):
+        r = ways(codec, [line("tool-call", {"toolCallId": "a", "toolName": "w", "args": {}}),
+                         line("tool-error", {"toolCallId": "a", "toolName": "w", "error": {"message": message}})])
+        assert r.parts[0]["toolInvocation"]["errorText"] == text, message
     # a start while the id's part is open does not close it; the next part takes the last start's
     # providerMetadata, none if it had none
     r = ways(codec, [

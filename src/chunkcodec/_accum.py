@@ -907,12 +907,12 @@ class _Run:
                 after_tool = False
             elif kind == "tool":
                 p = self.call_list[v].payload
-                v = p.toolCallId
-                inv: Dict[str, Any] = {"state": "call", "toolCallId": v, "toolName": p.toolName,
+                cid = p.toolCallId
+                inv: Dict[str, Any] = {"state": "call", "toolCallId": cid, "toolName": p.toolName,
                                        "args": _v(p.args) if p.args is not UNSET else {}}
                 pm = _v_or_unset(getattr(p, "providerMetadata", UNSET))
                 executed = getattr(p, "providerExecuted", UNSET)
-                res = results.get(v)
+                res = results.get(cid)
                 if res is not None:
                     # (the result's providerExecuted, and its providerMetadata, else the call's)
                     inv["state"] = "result"
@@ -937,7 +937,7 @@ class _Run:
                         inv = dict(d["toolInvocation"])
                         inv["state"] = "output-error"
                         msg = _error_value(_v(v.payload.error), "Tool execution failed")["message"]
-                        inv["errorText"] = msg if not isinstance(msg, str) or msg.strip() else \
+                        inv["errorText"] = msg if not isinstance(msg, str) or msg.strip(_JS_SPACE) else \
                             "Tool execution failed"
                         d["toolInvocation"] = inv
                         break
@@ -1001,6 +1001,11 @@ def _error_value(e: Any, fallback: str = "Unknown error chunk in stream") -> dic
     if isinstance(e, str) and e:
         return {"name": "Error", "message": e}
     return {"name": "Error", "message": fallback}
+
+
+#: what JavaScript's String.prototype.trim takes off (white space and line terminators)
+_JS_SPACE = "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a" \
+            "\u2028\u2029\u202f\u205f\u3000\ufeff"
 
 
 def _redacted(pm: Any) -> bool:
