@@ -1337,6 +1337,16 @@ def test_the_route_table_starts_small_and_grows_while_parts_are_open(both):
     big = data * (1 + (1 << 20) // len(data))
     assert {r.run_id: r.text for r in native.accumulate(big)} == \
         {r.run_id: r.text for r in reference.accumulate(big)}
+    # so does accumulate() of a body in pieces of bytes that make 1 MiB or more (an SSE body read
+    # 16 KiB at a time), before its first piece
+    for size, slots in (((1 << 20) - 1, 16), (1 << 20, 512)):
+        acc = native.Accumulator()
+        acc._feed_all([one[i:min(i + 16384, size)] for i in range(0, size, 16384)])
+        assert acc._decoder._route_slots == slots
+    pieces = [big[i:i + 16384] for i in range(0, len(big), 16384)]
+    assert {r.run_id: r.text for r in native.accumulate(pieces)} == \
+        {r.run_id: r.text for r in reference.accumulate(pieces)} == \
+        {r.run_id: r.text for r in native.accumulate(big)}
 
 
 def _loop_taken(both, data, answer, framing="ndjson"):

@@ -117,6 +117,9 @@ def _utf8(buf: bytearray, start: int, end: int) -> str:
 _SURROGATE_BYTES = re.compile(rb"\xed[\xa0-\xbf]")
 
 
+#: An input this big (bytes) is a log or a long stream: _feed_all tells the decoder so.
+_BIG_INPUT = 1 << 20
+
 #: How many ranges _Memo looks through in order before it keeps the rest in a dict.
 _MEMO_LIST = 8
 
@@ -1288,10 +1291,7 @@ class AccumulatorBase:
             raise RuntimeError("feed() after close()")
         dec = self._decoder
         if dec is None:
-            opts: Dict[str, Any] = {"errors": self._errors}
-            if self._max is not None:
-                opts["max_frame_bytes"] = self._max
-            dec = self._decoder = self._impl.StreamDecoder(self._framing, _sink=self, **opts)
+            dec = self._make_decoder()
         # (called once per network read by a live consumer, often one event each: no bound
         # method, no *args tuple, no loop over the empty list the native decoder mostly returns)
         try:
@@ -1302,13 +1302,39 @@ class AccumulatorBase:
         if items:
             self._take(items)
 
+    def _make_decoder(self) -> Any:
+        """The decoder feed() gives the bytes to (made at the first)."""
+        opts: Dict[str, Any] = {"errors": self._errors}
+        if self._max is not None:
+            opts["max_frame_bytes"] = self._max
+        dec = self._decoder = self._impl.StreamDecoder(self._framing, _sink=self, **opts)
+        return dec
+
     def _feed_all(self, pieces: Any) -> None:
         """add() each typed chunk and feed() each other piece: accumulate()'s loop for a whole
         source, compiled on the native path (as a Python loop, a 2.6 MB SSE body in 16 KiB pieces
         spent about 2 % of its time in it)."""
         base = _c.BaseChunk
+        if type(pieces) is list or type(pieces) is tuple:
+            # a whole body in pieces (an SSE body read 16 KiB at a time): if it is a big one, the
+            # native decoder sizes its tables for it now, as it does for a big piece, instead of
+            # growing them on the way (each growth forgets what the delta loop had kept)
+            n = 0
+            for piece in pieces:
+                if type(piece) is not bytes:
+                    break
+                n += len(piece)
+                if n >= _BIG_INPUT:
+                    dec = self._decoder
+                    if dec is None and not self._closed:
+                        dec = self._make_decoder()
+                    expect = getattr(dec, "_expect", None)
+                    if expect is not None:
+                        expect(n)
+                    break
         for piece in pieces:
-            if isinstance(piece, base):
+            # (bytes first: isinstance with a chunk class costs about 900 instructions a piece)
+            if type(piece) is not bytes and isinstance(piece, base):
                 self.add(piece)
             else:
                 self.feed(piece)

@@ -962,6 +962,12 @@ cdef class StreamDecoder:
                 self._drop_big_memos()
         return out
 
+    def _expect(self, Py_ssize_t nbytes):
+        """(accumulate()'s hint.)  At least nbytes are coming, in pieces: a big input gets the
+        whole route table now, as one big piece does (_process_sink), not growth by growth."""
+        if nbytes >= _BIG_FEED and self._routes != NULL and self._routes.bits < CC_ROUTE_BITS_MAX:
+            self._grow_routes(CC_ROUTE_BITS_MAX)
+
     cdef int _drop_big_memos(self) except -1:
         """At the end of a feed(): its buffer is the caller's (or a join of it), not to be kept."""
         for k in [k for k, m in self._memos.items() if PyBytes_GET_SIZE((<_FinMemo>m).owner) > _MEMO_OWNER_MAX]:
