@@ -659,7 +659,7 @@ class _Run:
             self.step()
         elif pm is not UNSET:
             part.set_pm(pm)
-        if start == 0 and pm is not UNSET and _truthy(pm):
+        if start == 0 and _truthy(pm):
             e = self.rdet.get(_js_key(id_))
             if e is not None:
                 e[1] = pm
@@ -913,14 +913,14 @@ class _Run:
                 cid = p.toolCallId
                 inv: Dict[str, Any] = {"state": "call", "toolCallId": cid, "toolName": p.toolName,
                                        "args": _v(p.args) if p.args is not UNSET else {}}
-                pm = _v_or_unset(getattr(p, "providerMetadata", UNSET))
+                pm = getattr(p, "providerMetadata", UNSET)
                 executed = getattr(p, "providerExecuted", UNSET)
                 res = results.get(cid)
                 if res is not None:
                     # (the result's providerExecuted, and its providerMetadata, else the call's)
                     inv["state"] = "result"
                     inv["result"] = res.payload.result
-                    pm = _merged_item_ids(pm, _v_or_unset(getattr(res.payload, "providerMetadata", UNSET)))
+                    pm = _merged_item_ids(pm, getattr(res.payload, "providerMetadata", UNSET))
                     executed = getattr(res.payload, "providerExecuted", UNSET)
                 d = {"type": "tool-invocation", "toolInvocation": inv}
                 if pm is not UNSET:
@@ -1014,12 +1014,7 @@ _JS_SPACE = "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u
 def _redacted(pm: Any) -> bool:
     """A reasoning-start's providerMetadata says the reasoning is redacted (a provider's entry
     with redactedData)."""
-    pm = _v(pm)
     return isinstance(pm, dict) and any(isinstance(v, dict) and _truthy(v.get("redactedData")) for v in pm.values())
-
-
-def _v_or_unset(x: Any) -> Any:
-    return x if x is UNSET else _v(x)
 
 
 def _merged_item_ids(call: Any, result: Any) -> Any:
