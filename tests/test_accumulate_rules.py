@@ -1043,6 +1043,22 @@ def test_a_run_id_that_comes_back_after_its_run_was_popped_starts_a_new_run(code
     assert r.run_id == RUN and r.text == "two" and bytes(acc.buffer("c")) == b"{"
 
 
+def test_pop_finished_hands_out_a_run_a_tripwire_ended_and_keeps_a_suspended_one(codec):
+    """Mastra sends nothing after a tripwire chunk (not even a finish: corpus scenario m), so
+    pop_finished() hands such a run out with the finished ones; a run suspended by an approval
+    request (scenario n) stays, as its stream may go on when it is resumed."""
+    fin = line("finish", {"stepResult": {"reason": "stop"}, "output": {"usage": {}}}, run="c")
+    trip = json.dumps({"type": "tripwire", "payload": {"reason": "no"}}).encode()     # (no runId)
+    ask = line("tool-call-approval", {"toolCallId": "k", "toolName": "w", "args": {}}, run="b")
+    acc = codec.Accumulator("ndjson")
+    acc.feed(b"\n".join([text_delta("t", "A", run="a"), trip, text_delta("t", "B", run="b"), ask,
+                         text_delta("t", "C", run="c"), fin, text_delta("t", "D", run="d")]) + b"\n")
+    out = list(acc.pop_finished())
+    assert [(r.run_id, r.text, r.finish_reason) for r in out] == [("a", "A", "other"), ("c", "C", "stop")]
+    assert out[0].tripwire == {"reason": "no"}
+    assert acc.run_ids() == ["b", "d"] and acc.result("b").status == "suspended"
+
+
 def test_a_reader_that_hands_runs_out_as_they_finish_holds_nothing_of_them(codec):
     """A long-running reader feeds a stream of runs and hands each out as it finishes
     (pop_finished): its memory must not grow with the runs handed out, also when each run has a

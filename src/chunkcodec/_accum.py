@@ -1642,9 +1642,11 @@ class AccumulatorBase:
         return out
 
     def pop_finished(self) -> Iterator[RunOutput]:
-        """Like pop_results, but only the runs whose ``finish`` chunk has arrived: what a
-        long-running reader calls between feeds to keep memory bounded by the runs in flight."""
-        for rid in [rid for rid, run in self._runs.items() if run.finished]:
+        """Like pop_results, but only the runs that have ended: their ``finish`` chunk has
+        arrived, or a ``tripwire`` one (Mastra sends nothing after it, not even a finish).  What a
+        long-running reader calls between feeds to keep memory bounded by the runs in flight.  (A
+        run suspended by an approval request stays: its stream may go on when it is resumed.)"""
+        for rid in [rid for rid, run in self._runs.items() if run.finished or run.trip is not None]:
             yield self._pop(rid)
 
     def run_ids(self) -> List[Any]:

@@ -819,8 +819,9 @@ def _handed_out(runs: Iterator[Any]) -> list:
 
 
 def _runs(pieces: Iterable[Any], name: str, framing: str, strict: bool, errors: list) -> Iterator[Any]:
-    """RunOutputs from a stream of pieces: after each piece the runs whose finish chunk came in
-    it, by runId; at the end the others, by runId."""
+    """RunOutputs from a stream of pieces: after each piece the runs that ended in it (their
+    finish or tripwire chunk came in it: pop_finished), by runId; at the end the others, by
+    runId."""
     from . import Accumulator
     acc = Accumulator(framing, errors="strict" if strict else "keep")
     try:
@@ -865,7 +866,8 @@ def reconstruct(inputs: Any, framing: str = "auto", strict: bool = False, errors
     CorruptRegions are named "<bytes>".
 
     The order: each file is fed in pieces of RUN_PIECE_BYTES; after each piece come the runs
-    whose finish chunk came in it, by runId; at the end of the file the others, by runId.
+    that ended in it (a finish chunk, or a tripwire one: Mastra sends nothing after it), by runId;
+    at the end of the file the others, by runId.
 
     Lenient by default: a corrupt frame (a cut line, binary garbage) or a half-written gzip
     member is skipped and appended to `errors` as a CorruptRegion with file and byte offset;
