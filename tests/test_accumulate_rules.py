@@ -568,6 +568,34 @@ def test_partial_args_reads_only_new_bytes(codec, monkeypatch):
     assert acc.partial_args("c") == {"a": "x" * 1000, "b": 1}
 
 
+def test_partial_args_and_buffer_of_a_call_id_two_runs_use(codec):
+    """Two runs of a log may stream calls of the same toolCallId (providers that number their
+    calls, call_0...).  partial_args and buffer take a run_id to say whose; without one they give
+    the call streamed last.  Handing one run out (pop_finished) leaves the other's call readable."""
+    def delta(run, text):
+        return line("tool-call-delta", {"argsTextDelta": text, "toolCallId": "call_0", "toolName": "w"}, run=run)
+    fin = line("finish", {"stepResult": {"reason": "stop"}, "output": {"usage": {}}}, run="a")
+    acc = codec.Accumulator("ndjson")
+    acc.feed(delta("a", '{"x":"A') + b"\n" + delta("b", '{"y":[1,') + b"\n")
+    assert acc.partial_args("call_0", run_id="a") == {"x": "A"}
+    assert acc.partial_args("call_0", run_id="b") == {"y": [1]}
+    assert acc.partial_args("call_0") == {"y": [1]}            # (the call streamed last)
+    assert bytes(acc.buffer("call_0", run_id="a")) == b'{"x":"A'
+    assert acc.partial_args("call_0", run_id="c") is None
+    with pytest.raises(KeyError):
+        acc.buffer("call_0", run_id="c")
+    acc.feed(fin + b"\n")
+    assert [r.run_id for r in acc.pop_finished()] == ["a"]
+    acc.feed(delta("b", "2]}") + b"\n")
+    assert acc.partial_args("call_0") == acc.partial_args("call_0", run_id="b") == {"y": [1, 2]}
+    assert bytes(acc.buffer("call_0")) == b'{"y":[1,2]}'
+    # a run that streamed the id last, handed out: the other run's call is found
+    acc.feed(delta("c", "[") + b"\n" + fin.replace(b'"a"', b'"c"') + b"\n")
+    assert acc.partial_args("call_0") == []
+    assert [r.run_id for r in acc.pop_finished()] == ["c"]
+    assert acc.partial_args("call_0") == {"y": [1, 2]} and bytes(acc.buffer("call_0")) == b'{"y":[1,2]}'
+
+
 def _bench_module(name):
     import importlib
     import pathlib

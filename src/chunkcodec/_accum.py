@@ -1634,8 +1634,9 @@ class AccumulatorBase:
     def _pop(self, rid: Any) -> RunOutput:
         out = self.result(rid)
         run = self._runs.pop(rid)
-        for ta in run.tool_args:
-            self._tool_args.pop(ta, None)
+        for cid, ta in run.tool_args.items():
+            if self._tool_args.get(cid) is ta:       # (not another run's call of the same id)
+                del self._tool_args[cid]
         run.release()
         if self._current is run:
             self._current = None
@@ -1652,11 +1653,28 @@ class AccumulatorBase:
     def run_ids(self) -> List[Any]:
         return list(self._runs)
 
-    def partial_args(self, tool_call_id: str) -> Any:
-        """Best-effort parse of the argument JSON received so far for a tool call (None if none).
+    def _call_args(self, tool_call_id: str, run_id: Any) -> Optional[_ToolArgs]:
+        """The arguments streamed for a call: of that run's call of the id, or (run_id UNSET) of
+        the call of the id streamed last, among the runs not handed out."""
+        if run_id is not UNSET:
+            run = self._runs.get(run_id)
+            return None if run is None else run.tool_args.get(tool_call_id)
+        ta = self._tool_args.get(tool_call_id)
+        if ta is None:
+            # (the run whose call the table named was handed out: another run's call of the id)
+            for run in reversed(self._runs.values()):
+                ta = run.tool_args.get(tool_call_id)
+                if ta is not None:
+                    break
+        return ta
+
+    def partial_args(self, tool_call_id: str, run_id: Any = UNSET) -> Any:
+        """Best-effort parse of the argument JSON received so far for a tool call (None if none):
+        the call of that id in run run_id, or by default the one streamed last (two runs of a log
+        may number their calls alike).
 
         Each call parses only what arrived since the previous call."""
-        ta = self._tool_args.get(tool_call_id)
+        ta = self._call_args(tool_call_id, run_id)
         if ta is None:
             return None
         if ta.parser is None:
@@ -1672,16 +1690,16 @@ class AccumulatorBase:
     def buffer(self, kind: str = "text", run_id: Any = UNSET) -> memoryview:
         """The UTF-8 bytes accumulated so far as a read-only memoryview, without copying:
         kind "text" or "reasoning" for a run (the main run by default), or a toolCallId for that
-        call's argument JSON."""
+        call's argument JSON (the run's call of that id, or by default the one streamed last)."""
         if kind in ("text", "reasoning"):
             run = self._main if run_id is UNSET else self._runs.get(run_id)
             if run is None:
                 return memoryview(b"")
             buf = run.text if kind == "text" else run.rbuf
         else:
-            ta = self._tool_args.get(kind)
+            ta = self._call_args(kind, run_id)
             if ta is None:
-                raise KeyError(f"no tool call {kind!r}")
+                raise KeyError(f"no tool call {kind!r}" + ("" if run_id is UNSET else f" in run {run_id!r}"))
             buf = ta.buf
         return buf.view()
 
