@@ -1520,12 +1520,14 @@ class AccumulatorBase:
         run.step_start(_v(getattr(p, "warnings", UNSET)))
 
     def _on_step_finish(self, run: _Run, chunk: Any, p: Any) -> None:
-        f = _finish_fields(p)
-        run.finish_frame(True, f, _step_trip(p) if f[0] == "tripwire" else UNSET)
+        self._finish_chunk(run, True, p)
 
     def _on_finish(self, run: _Run, chunk: Any, p: Any) -> None:
+        self._finish_chunk(run, False, p)
+
+    def _finish_chunk(self, run: _Run, step: bool, p: Any) -> None:
         f = _finish_fields(p)
-        run.finish_frame(False, f, _step_trip(p) if f[0] == "tripwire" else UNSET)
+        run.finish_frame(step, f, _step_trip(p) if f[0] == "tripwire" else UNSET)
 
     def _on_tool_input_start(self, run: _Run, chunk: Any, p: Any) -> None:
         run.tool_args_for(p.toolCallId, _v(p.toolName), p)
