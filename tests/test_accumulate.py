@@ -45,8 +45,9 @@ def expected_view(exp):
     return out
 
 
-def _step_summary(step):
-    """A to_mastra() step reduced to the summary the expected files record."""
+def _step_summary(step, reasoning=False):
+    """A to_mastra() step reduced to the summary the expected files record (and its reasoning
+    entries, which the oracle's records have too)."""
     s = {
         "stepType": step["stepType"], "text": step["text"], "reasoningText": step["reasoningText"],
         "finishReason": step["finishReason"], "usage": step["usage"],
@@ -56,6 +57,8 @@ def _step_summary(step):
     }
     if "providerMetadata" in step:
         s["providerMetadata"] = step["providerMetadata"]
+    if reasoning:
+        s["reasoning"] = step["reasoning"]
     s["warnings"] = step["warnings"]
     s["responseId"] = step["response"]["id"]
     s["responseModelId"] = step["response"]["modelId"]
@@ -65,7 +68,11 @@ def _step_summary(step):
 def actual_view(out, exp):
     m = out.to_mastra()
     got = {f: m[f] for f in FIELDS}
-    got["steps"] = [_step_summary(s) for s in m["steps"]]
+    want = exp.get("steps")                           # (an expected file's, or its view)
+    if isinstance(want, dict):
+        want = want["value"] if want["ok"] else None
+    reasoning = isinstance(want, list) and any("reasoning" in s for s in want)
+    got["steps"] = [_step_summary(s, reasoning) for s in m["steps"]]
     for f in ("error", "tripwire", "status"):
         got[f] = m[f]
     if "suspendPayload" in exp:

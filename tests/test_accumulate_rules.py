@@ -133,6 +133,34 @@ def test_reasoning_signature_last_seen_wins_and_empty_reasoning_kept(codec):
     assert [p["reasoning"] for p in r.parts] == ["think", ""]
 
 
+def test_a_steps_reasoning_entries_are_those_begun_in_it_as_they_stood_at_its_end(codec):
+    """StepResult.reasoning is Mastra's per-step reasoning details: an entry per reasoning-start in
+    the step, written by the deltas and ends that follow in the step only (a part that goes on
+    past the step-finish adds to the run's entry, not the step's), emptied at each step-finish
+    but not by a goal's truncation.  (The Mastra oracle checks the same streams.)"""
+    fin = line("step-finish", {"stepResult": {"reason": "stop"}, "output": {"usage": {}}, "metadata": {}})
+    r = ways(codec, [
+        line("reasoning-start", {"id": "r", "providerMetadata": {"s": 1}}), line("reasoning-delta", {"id": "r", "text": "1"}),
+        line("reasoning-start", {"id": "3"}), line("reasoning-delta", {"id": "3", "text": "x"}), fin,
+        line("reasoning-delta", {"id": "r", "text": "2", "providerMetadata": {"s": 2}}),
+        line("reasoning-end", {"id": "r", "providerMetadata": {"s": 3}}), fin,
+        line("reasoning-start", {"id": "r"}), line("reasoning-delta", {"id": "r", "text": "4"}),
+        line("reasoning-end", {"id": "r"}), line("reasoning-delta", {"id": "r", "text": "5"}), fin])
+    assert [[e["payload"] for e in st.reasoning] for st in r.steps] == [
+        [{"id": "3", "text": "x"}, {"id": "r", "providerMetadata": {"s": 1}, "text": "1"}], [],
+        [{"id": "r", "text": "45"}]]
+    assert r.steps[0].to_mastra()["reasoning"][0] == {"type": "reasoning", "runId": RUN, "from": "AGENT",
+                                                      "payload": {"id": "3", "text": "x"}}
+    assert [e["payload"] for e in r.reasoning] == [{"id": "3", "text": "x"}, {"id": "r", "text": "45"}]
+    r = ways(codec, [
+        line("reasoning-start", {"id": "r", "providerMetadata": {"s": 1}}), line("goal", {"shouldContinue": True}),
+        line("reasoning-delta", {"id": "r", "text": "5"}),
+        line("reasoning-end", {"id": "r", "providerMetadata": {"s": 6}}), fin])
+    assert [[e["payload"] for e in st.reasoning] for st in r.steps] == [
+        [{"id": "r", "providerMetadata": {"s": 6}, "text": "5"}]]
+    assert r.reasoning == []
+
+
 def test_no_reasoning_is_undefined_not_empty(codec):
     assert ways(codec, [text_delta("t", "x")]).reasoning_text is None
     assert ways(codec, [line("reasoning-delta", {"id": "r", "text": ""})]).reasoning_text == ""

@@ -227,6 +227,13 @@ class _Part:
             out.append(dec.get(buf, self.tail))
         return "".join(out)
 
+    def text_upto(self, dec: _Memo, limit: int) -> str:
+        """Its text written before its buffer reached limit bytes (a step's end)."""
+        out = [dec.get(self.buf, a, min(b, limit)) for a, b in self.segs if a < limit]
+        if 0 <= self.tail < limit:
+            out.append(dec.get(self.buf, self.tail, limit))
+        return "".join(out)
+
 
 class _ToolArgs:
     __slots__ = ("id", "name", "buf", "start", "parser", "fed", "mark", "pidx")
@@ -279,7 +286,7 @@ class _Step:
     calls and results in the run's lists."""
 
     __slots__ = ("t0", "r0", "t1", "r1", "calls", "results", "sources",
-                 "files", "warnings", "reason", "usage", "pm", "resp_id", "model_id", "trip", "reasoned")
+                 "files", "warnings", "reason", "usage", "pm", "resp_id", "model_id", "trip", "reasoned", "rdet")
 
     def __init__(self, t0: int, r0: int) -> None:
         self.t0, self.r0 = t0, r0
@@ -295,11 +302,12 @@ class _Step:
         self.resp_id = self.model_id = None
         self.trip = False           # its step-finish carried a tripwire: its text is ""
         self.reasoned = False       # a reasoning delta opened a part in it (goal())
+        self.rdet: Optional[list] = None    # its reasoning entries (_Run.srdet), at its step-finish
 
 
 class _Run:
     __slots__ = ("new_buf", "all_tool_args", "run_id", "from_", "text", "rbuf", "open_text", "open_reasoning",
-                 "text_pm", "rdet", "saw_reasoning", "seq", "steps", "cur", "tool_calls", "call_list", "pending",
+                 "text_pm", "rdet", "srdet", "saw_reasoning", "seq", "steps", "cur", "tool_calls", "call_list", "pending",
                  "tool_args", "tool_results", "tool_errors", "sources", "files", "u", "u_max", "u_sorted", "warnings",
                  "finish_reason", "status", "finished", "suspended", "error", "tripwire", "trip", "object", "obj_state",
                  "suspend_payload", "pm", "cut", "cut_next")
@@ -319,6 +327,9 @@ class _Run:
         # Mastra's reasoning entries, a JavaScript object keyed by payload.id (_js_key): key ->
         # [id, providerMetadata, the parts written since the id's reasoning-start]
         self.rdet: Dict[str, list] = {}
+        # the step's own (Mastra's bufferedByStepReasoningDetails): made and written alike, but
+        # emptied at each step-finish (and not by a goal's truncation); None while empty
+        self.srdet: Optional[Dict[str, list]] = None
         self.saw_reasoning = False
         self.seq: list = []            # message parts in stream order: (kind, value)
         self.steps: List[_Step] = []
@@ -405,6 +416,10 @@ class _Run:
         st.model_id = model_id if isinstance(model_id, str) and model_id else ""
         st.pm = pm if isinstance(pm, dict) else None
         st.trip = _truthy(trip)
+        if self.srdet:
+            # (its parts may go on being written after this: their text is read up to r1)
+            st.rdet = [[e[0], e[1], e[2][:]] for e in _js_values(self.srdet)]
+            self.srdet = None
         self.steps.append(st)
         self.cur = None
         self._add_usage(st.usage)
@@ -651,26 +666,37 @@ class _Run:
             self.open_reasoning[id_] = part
             if start == 1:
                 # (an id seen before keeps its place in the object, with the new entry)
-                self.rdet[_js_key(id_)] = [id_, pm, [part]]
+                k = _js_key(id_)
+                self.rdet[k] = [id_, pm, [part]]
+                if self.srdet is None:
+                    self.srdet = {}
+                self.srdet[k] = [id_, pm, [part]]
             elif start == 0:
                 e = self.rdet.get(_js_key(id_))
                 if e is not None:
                     e[2].append(part)
+                if self.srdet:
+                    e = self.srdet.get(_js_key(id_))
+                    if e is not None:
+                        e[2].append(part)
             self.step()
         elif pm is not UNSET:
             part.set_pm(pm)
         if start == 0 and _truthy(pm):
-            e = self.rdet.get(_js_key(id_))
-            if e is not None:
-                e[1] = pm
+            self.reasoning_end(id_, pm)
         return part
 
     def reasoning_end(self, id_: Any, pm: Any) -> None:
-        """A reasoning-end: its providerMetadata, when truthy, is its entry's."""
+        """A reasoning-end (or delta): its providerMetadata, when truthy, is its entries'."""
         if _truthy(pm):
-            e = self.rdet.get(_js_key(id_))
+            k = _js_key(id_)
+            e = self.rdet.get(k)
             if e is not None:
                 e[1] = pm
+            if self.srdet:
+                e = self.srdet.get(k)
+                if e is not None:
+                    e[1] = pm
 
     def reasoning_delta(self, id_: Any, pm: Any) -> _Part:
         part = self.reasoning_part(id_, pm, 0)
@@ -815,6 +841,7 @@ class _Run:
                 finish_reason=st.reason, usage=st.usage,
                 tool_calls=[calls[i] for i in ci] if ci else [],
                 tool_results=[results[i] for i in ri] if ri else [],
+                reasoning=[self._reasoning_entry(e, dec, st.r1) for e in st.rdet] if st.rdet else [],
                 sources=st.sources[:], files=st.files[:], warnings=st.warnings,
                 provider_metadata=st.pm, response_id=st.resp_id, response_model_id=st.model_id))
         if trip is not None:
@@ -860,15 +887,19 @@ class _Run:
             error=self.error, tripwire=self.tripwire, status=self.status,
             suspend_payload=self.suspend_payload, parts=self._parts(dec), invalid_frames=[])
 
-    def _reasoning_entry(self, e: list, dec: _Memo) -> dict:
-        """A reasoning entry [id, providerMetadata, parts] as Mastra lists it."""
+    def _reasoning_entry(self, e: list, dec: _Memo, limit: int = -1) -> dict:
+        """A reasoning entry [id, providerMetadata, parts] as Mastra lists it; limit: a step's,
+        its text up to the reasoning buffer's length at the step's end."""
         payload: Dict[str, Any] = {}
         if e[0] is not UNSET:
             payload["id"] = e[0]
         if e[1] is not UNSET:
             payload["providerMetadata"] = e[1]
         parts = e[2]
-        payload["text"] = parts[0].text(dec) if len(parts) == 1 else "".join([p.text(dec) for p in parts])
+        if limit >= 0:
+            payload["text"] = "".join([p.text_upto(dec, limit) for p in parts])
+        else:
+            payload["text"] = parts[0].text(dec) if len(parts) == 1 else "".join([p.text(dec) for p in parts])
         d: Dict[str, Any] = {"type": "reasoning"}
         if self.run_id is not None:
             d["runId"] = self.run_id

@@ -23,6 +23,7 @@ cdef class _Part:
     cpdef seal(self)
     cpdef take(self)
     cpdef str text(self, _Memo dec)
+    cpdef str text_upto(self, _Memo dec, Py_ssize_t limit)
 
 cdef class _ToolArgs:
     cdef public object id, name, buf, start, parser
@@ -37,12 +38,13 @@ cdef class _Step:
     cdef public list calls, results, sources, files
     cdef public dict usage
     cdef public object reason, pm, resp_id, model_id, warnings
+    cdef public list rdet
     cdef public bint trip, reasoned
 
 cdef class _Run:
     cdef public object new_buf, all_tool_args, run_id, from_, text, rbuf, cur, warnings, trip
     cdef public object finish_reason, status, error, tripwire, object, suspend_payload, pm, cut
-    cdef public dict open_text, open_reasoning, text_pm, rdet, tool_calls, tool_args, u
+    cdef public dict open_text, open_reasoning, text_pm, rdet, srdet, tool_calls, tool_args, u
     cdef public list seq, steps, call_list, tool_results, tool_errors, sources, files
     cdef public bint saw_reasoning, finished, suspended, pending, u_sorted, cut_next
     cdef public int obj_state
@@ -90,7 +92,7 @@ cdef class _Run:
     @cython.locals(st=_Step, last=_Step, dec=_Memo)
     cpdef result(self)
     @cython.locals(p=_Part)
-    cpdef dict _reasoning_entry(self, list e, _Memo dec)
+    cpdef dict _reasoning_entry(self, list e, _Memo dec, Py_ssize_t limit=*)
     @cython.locals(part=_Part, out=list, results=dict, errors=dict)
     cpdef list _parts(self, _Memo dec)
 

@@ -29,6 +29,9 @@ class StepResult(msgspec.Struct, kw_only=True):
     step_type: str
     text: str
     reasoning_text: str
+    #: the reasoning entries begun in the step (by a reasoning-start), as RunOutput.reasoning's,
+    #: with the text written in the step
+    reasoning: List[Dict[str, Any]] = msgspec.field(default_factory=list)
     finish_reason: Optional[str]
     usage: Dict[str, Any]
     tool_calls: List[Any]
@@ -43,6 +46,7 @@ class StepResult(msgspec.Struct, kw_only=True):
     def to_mastra(self) -> Dict[str, Any]:
         d = {
             "stepType": self.step_type, "text": self.text, "reasoningText": self.reasoning_text,
+            "reasoning": self.reasoning,
             "finishReason": self.finish_reason, "usage": self.usage,
             "toolCalls": [_builtins(c) for c in self.tool_calls],
             "toolResults": [_builtins(c) for c in self.tool_results],
