@@ -45,9 +45,9 @@ def expected_view(exp):
     return out
 
 
-def _step_summary(step, reasoning=False):
+def _step_summary(step, oracle=False):
     """A to_mastra() step reduced to the summary the expected files record (and its reasoning
-    entries, which the oracle's records have too)."""
+    entries and tripwire, which the oracle's records have too)."""
     s = {
         "stepType": step["stepType"], "text": step["text"], "reasoningText": step["reasoningText"],
         "finishReason": step["finishReason"], "usage": step["usage"],
@@ -57,8 +57,10 @@ def _step_summary(step, reasoning=False):
     }
     if "providerMetadata" in step:
         s["providerMetadata"] = step["providerMetadata"]
-    if reasoning:
+    if oracle:
         s["reasoning"] = step["reasoning"]
+        if "tripwire" in step:
+            s["tripwire"] = step["tripwire"]
     s["warnings"] = step["warnings"]
     s["responseId"] = step["response"]["id"]
     s["responseModelId"] = step["response"]["modelId"]
@@ -71,8 +73,8 @@ def actual_view(out, exp):
     want = exp.get("steps")                           # (an expected file's, or its view)
     if isinstance(want, dict):
         want = want["value"] if want["ok"] else None
-    reasoning = isinstance(want, list) and any("reasoning" in s for s in want)
-    got["steps"] = [_step_summary(s, reasoning) for s in m["steps"]]
+    oracle = isinstance(want, list) and any("reasoning" in s for s in want)
+    got["steps"] = [_step_summary(s, oracle) for s in m["steps"]]
     for f in ("error", "tripwire", "status"):
         got[f] = m[f]
     if "suspendPayload" in exp:

@@ -2277,6 +2277,24 @@ def test_usage_that_is_not_numbers_adds_up_as_javascript_adds_it(codec):
     assert r.usage == {"inputTokens": 2, "cachedInputTokens": "01,2[object Object]"}
 
 
+def test_a_step_a_processor_tripped_has_no_text_and_says_its_tripwire(codec):
+    """A step-finish whose stepResult.reason is "tripwire", or "retry" (an output processor's
+    tripwire with retry: Mastra's loop tries the step again), has in the last entry of
+    output.steps the tripwire Mastra reads: the step's text is then "", and StepResult.tripwire
+    is that entry's.  Other reasons: Mastra's loop puts none there."""
+    def sf(reason, steps, text):
+        return [text_delta("t", text), line("step-finish", {"stepResult": {"reason": reason}, "output": {
+            "usage": {}, "steps": steps}, "metadata": {"id": "m"}})]
+    tw = {"reason": "again", "retry": True, "processorId": "p"}
+    r = ways(codec, [*sf("retry", [{"text": "a"}, {"tripwire": tw}], "a"), *sf("retry", [{}], "b"),
+                     *sf("tripwire", [{"tripwire": {"reason": "no"}}], "c"), *sf("stop", [], "d"),
+                     line("finish", {"stepResult": {"reason": "stop"}, "output": {"usage": {}}})])
+    assert [(st.finish_reason, st.text, st.tripwire) for st in r.steps] == [
+        ("retry", "", tw), ("retry", "b", None), ("tripwire", "", {"reason": "no"}), ("stop", "d", None)]
+    assert r.steps[0].to_mastra()["tripwire"] == tw and "tripwire" not in r.steps[1].to_mastra()
+    assert r.text == "abcd" and r.tripwire is None
+
+
 def test_nothing_after_a_tripwire_changes_the_run(codec):
     """Mastra stops reading a stream at a tripwire chunk (its wire ends there): chunks after one
     (a stream written by something else) change nothing; not a later error, a finish whose reason

@@ -286,7 +286,8 @@ class _Step:
     calls and results in the run's lists."""
 
     __slots__ = ("t0", "r0", "t1", "r1", "calls", "results", "sources",
-                 "files", "warnings", "reason", "usage", "pm", "resp_id", "model_id", "trip", "reasoned", "rdet")
+                 "files", "warnings", "reason", "usage", "pm", "resp_id", "model_id", "trip", "tripwire",
+                 "reasoned", "rdet")
 
     def __init__(self, t0: int, r0: int) -> None:
         self.t0, self.r0 = t0, r0
@@ -301,6 +302,7 @@ class _Step:
         self.pm = None
         self.resp_id = self.model_id = None
         self.trip = False           # its step-finish carried a tripwire: its text is ""
+        self.tripwire: Any = None   # that tripwire (the last entry of output.steps'), or None
         self.reasoned = False       # a reasoning delta opened a part in it (goal())
         self.rdet: Optional[list] = None    # its reasoning entries (_Run.srdet), at its step-finish
 
@@ -416,6 +418,8 @@ class _Run:
         st.model_id = model_id if isinstance(model_id, str) and model_id else ""
         st.pm = pm if isinstance(pm, dict) else None
         st.trip = _truthy(trip)
+        if trip is not UNSET:
+            st.tripwire = _builtins(trip)
         if self.srdet:
             # (its parts may go on being written after this: their text is read up to r1)
             st.rdet = [[e[0], e[1], e[2][:]] for e in _js_values(self.srdet)]
@@ -507,7 +511,7 @@ class _Run:
     def finish_frame(self, step: bool, f: tuple, trip: Any = UNSET) -> None:
         """A step-finish (step) or finish frame, its fields as pick_finish gives them; trip: the
         tripwire of the last entry of its output.steps, read when stepResult.reason is
-        "tripwire" (UNSET otherwise)."""
+        "tripwire" or "retry" (UNSET otherwise: Mastra's loop puts one there only with those)."""
         if step:    # (the arguments one by one: a call with *f goes through Python on the native path)
             self.step_finish(f[0], f[1], f[2], f[3], f[4], f[5], trip)
         else:
@@ -843,7 +847,8 @@ class _Run:
                 tool_results=[results[i] for i in ri] if ri else [],
                 reasoning=[self._reasoning_entry(e, dec, st.r1) for e in st.rdet] if st.rdet else [],
                 sources=st.sources[:], files=st.files[:], warnings=st.warnings,
-                provider_metadata=st.pm, response_id=st.resp_id, response_model_id=st.model_id))
+                provider_metadata=st.pm, response_id=st.resp_id, response_model_id=st.model_id,
+                tripwire=st.tripwire))
         if trip is not None:
             # what Mastra resolves at a tripwire: the text so far, the steps done, and empty lists
             usage = trip[2]
@@ -1106,7 +1111,7 @@ def _js_add(a: Any, b: Any) -> Any:
 
 class _MinOutput(msgspec.Struct):
     usage: Any = UNSET
-    # (kept as the bytes it is, read only when the frame says "tripwire": _step_trip)
+    # (kept as the bytes it is, read only when the frame says "tripwire" or "retry": _step_trip)
     steps: Union[msgspec.Raw, UnsetType] = UNSET
 
 
@@ -1181,12 +1186,12 @@ def _finish_fields(payload: Any) -> tuple:
 def light_fields(m: Any) -> tuple:
     """What accumulation reads from a light step-finish/finish (decode_finish_light's struct):
     (is step-finish, runId or None, reason, warnings, usage, response id, model id,
-    providerMetadata, from or UNSET), and when the reason is "tripwire" the tripwire of the last
-    entry of output.steps (_step_trip).  (from: for the run the frame may be the first of, as the
+    providerMetadata, from or UNSET), and when the reason is "tripwire" or "retry" the tripwire of
+    the last entry of output.steps (_step_trip).  (from: for the run the frame may be the first of, as the
     typed chunk's would be: a log that starts in the middle of a run.)"""
     f = _finish_fields(m.payload)
     out = (m.type == "step-finish", None if m.runId is UNSET else m.runId) + f + (m.from_,)
-    if f[0] == "tripwire":
+    if f[0] == "tripwire" or f[0] == "retry":
         out += (_step_trip(m.payload),)
     return out
 
@@ -1558,7 +1563,7 @@ class AccumulatorBase:
 
     def _finish_chunk(self, run: _Run, step: bool, p: Any) -> None:
         f = _finish_fields(p)
-        run.finish_frame(step, f, _step_trip(p) if f[0] == "tripwire" else UNSET)
+        run.finish_frame(step, f, _step_trip(p) if f[0] == "tripwire" or f[0] == "retry" else UNSET)
 
     def _on_tool_input_start(self, run: _Run, chunk: Any, p: Any) -> None:
         run.tool_args_for(p.toolCallId, _v(p.toolName), p)

@@ -37,7 +37,7 @@ cdef class _Step:
     cdef public Py_ssize_t t0, r0, t1, r1
     cdef public list calls, results, sources, files
     cdef public dict usage
-    cdef public object reason, pm, resp_id, model_id, warnings
+    cdef public object reason, pm, resp_id, model_id, warnings, tripwire
     cdef public list rdet
     cdef public bint trip, reasoned
 

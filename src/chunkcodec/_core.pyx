@@ -549,9 +549,10 @@ cdef tuple _fields_of(cc_finish_t* f):
     elif f.step_result_object == CC_FIN_DECODE:
         d = _span_value(f.step_result)
         reason, warnings = d.get("reason"), d.get("warnings")
-    if reason == "tripwire":
+    if reason == "tripwire" or reason == "retry":
         # what Mastra reads of such a frame includes the last entry of output.steps, which this
-        # reader skips: the light decoder reads the frame (rare: a tripwire ended the step)
+        # reader skips: the light decoder reads the frame (rare: a processor's tripwire ended the
+        # step, or had it tried again)
         raise _ReadInFull()
     # (metadata.providerMetadata ?? providerMetadata)
     pm = None

@@ -42,6 +42,9 @@ class StepResult(msgspec.Struct, kw_only=True):
     provider_metadata: Optional[Dict[str, Any]] = None
     response_id: Optional[str] = None
     response_model_id: Optional[str] = None
+    #: the tripwire a processor set on the step (the last entry of its step-finish's output.steps:
+    #: its text is then ""; with retry, the agent tried the step again)
+    tripwire: Any = None
 
     def to_mastra(self) -> Dict[str, Any]:
         d = {
@@ -57,6 +60,8 @@ class StepResult(msgspec.Struct, kw_only=True):
         }
         if self.provider_metadata is not None:
             d["providerMetadata"] = self.provider_metadata
+        if self.tripwire is not None:
+            d["tripwire"] = self.tripwire
         return d
 
 

@@ -43,7 +43,8 @@ function stepSummary(s) {
     sources: (s.sources || []).length, files: (s.files || []).length,
   };
   if ('providerMetadata' in s) o.providerMetadata = s.providerMetadata;
-  o.reasoning = s.reasoning;      // (not in the expected files: the oracle's own)
+  o.reasoning = s.reasoning;      // (these two not in the expected files: the oracle's own)
+  o.tripwire = s.tripwire;
   o.warnings = s.warnings;
   o.responseId = s.response?.id;
   o.responseModelId = s.response?.modelId;
