@@ -944,14 +944,13 @@ def test_the_one_core_order_is_by_piece_then_run_id(tmp_path, log):
     assert ids == sorted(ids) and len(ids) == 30
 
 
-def test_a_run_a_tripwire_ended_is_handed_out_after_its_piece(tmp_path, small_parallel, monkeypatch):
+def test_a_run_a_tripwire_ended_is_handed_out_after_its_piece(tmp_path, small_parallel):
     """A run ended by a tripwire (Mastra sends no finish after it) comes out after the piece it
     ended in, as a finished one does, not held to the end of the file; one process or several."""
     def frame(run, type_, payload):
-        d = {"type": type_, "payload": payload}
-        if run:
-            d.update(runId=run, from_="AGENT")
-        return json.dumps(d).replace('"from_"', '"from"').encode() + b"\n"
+        d = {"type": type_, "runId": run, "from": "AGENT", "payload": payload} if run else \
+            {"type": type_, "payload": payload}
+        return json.dumps(d).encode() + b"\n"
     pad = b"".join(frame("a", "text-delta", {"id": "t", "text": "x" * 60}) for _ in range(200))
     log = (frame("z", "text-delta", {"id": "t", "text": "no"}) + frame(None, "tripwire", {"reason": "r"}) + pad
            + frame("a", "finish", {"stepResult": {"reason": "stop"}, "output": {"usage": {}}}))
