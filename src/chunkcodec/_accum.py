@@ -510,8 +510,8 @@ class _Run:
 
     def finish_frame(self, step: bool, f: tuple, trip: Any = UNSET) -> None:
         """A step-finish (step) or finish frame, its fields as pick_finish gives them; trip: the
-        tripwire of the last entry of its output.steps, read when stepResult.reason is
-        "tripwire" or "retry" (UNSET otherwise: Mastra's loop puts one there only with those)."""
+        tripwire of the last entry of its output.steps, read for the STEP_TRIP_REASONS (UNSET
+        otherwise: Mastra's loop puts one there only with those)."""
         if step:    # (the arguments one by one: a call with *f goes through Python on the native path)
             self.step_finish(f[0], f[1], f[2], f[3], f[4], f[5], trip)
         else:
@@ -676,11 +676,12 @@ class _Run:
                     self.srdet = {}
                 self.srdet[k] = [id_, pm, [part]]
             elif start == 0:
-                e = self.rdet.get(_js_key(id_))
+                k = _js_key(id_)
+                e = self.rdet.get(k)
                 if e is not None:
                     e[2].append(part)
                 if self.srdet:
-                    e = self.srdet.get(_js_key(id_))
+                    e = self.srdet.get(k)
                     if e is not None:
                         e[2].append(part)
             self.step()
@@ -1109,9 +1110,16 @@ def _js_add(a: Any, b: Any) -> Any:
 # --------------------------------------------------------------------------------------------
 # Big frames: step-finish and finish
 
+#: The stepResult.reasons with which Mastra's loop puts a tripwire in the last entry of a
+#: step-finish's output.steps (a processor's tripwire; one that had the step tried again): the
+#: frames whose output.steps is read (_step_trip; the native finish reader leaves them to the light
+#: decoder).
+STEP_TRIP_REASONS = ("tripwire", "retry")
+
+
 class _MinOutput(msgspec.Struct):
     usage: Any = UNSET
-    # (kept as the bytes it is, read only when the frame says "tripwire" or "retry": _step_trip)
+    # (kept as the bytes it is, read only for the STEP_TRIP_REASONS: _step_trip)
     steps: Union[msgspec.Raw, UnsetType] = UNSET
 
 
@@ -1186,12 +1194,12 @@ def _finish_fields(payload: Any) -> tuple:
 def light_fields(m: Any) -> tuple:
     """What accumulation reads from a light step-finish/finish (decode_finish_light's struct):
     (is step-finish, runId or None, reason, warnings, usage, response id, model id,
-    providerMetadata, from or UNSET), and when the reason is "tripwire" or "retry" the tripwire of
-    the last entry of output.steps (_step_trip).  (from: for the run the frame may be the first of, as the
+    providerMetadata, from or UNSET), and for the STEP_TRIP_REASONS the tripwire of the last entry
+    of output.steps (_step_trip).  (from: for the run the frame may be the first of, as the
     typed chunk's would be: a log that starts in the middle of a run.)"""
     f = _finish_fields(m.payload)
     out = (m.type == "step-finish", None if m.runId is UNSET else m.runId) + f + (m.from_,)
-    if f[0] == "tripwire" or f[0] == "retry":
+    if f[0] in STEP_TRIP_REASONS:
         out += (_step_trip(m.payload),)
     return out
 
@@ -1563,7 +1571,7 @@ class AccumulatorBase:
 
     def _finish_chunk(self, run: _Run, step: bool, p: Any) -> None:
         f = _finish_fields(p)
-        run.finish_frame(step, f, _step_trip(p) if f[0] == "tripwire" or f[0] == "retry" else UNSET)
+        run.finish_frame(step, f, _step_trip(p) if f[0] in STEP_TRIP_REASONS else UNSET)
 
     def _on_tool_input_start(self, run: _Run, chunk: Any, p: Any) -> None:
         run.tool_args_for(p.toolCallId, _v(p.toolName), p)

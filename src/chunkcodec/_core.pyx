@@ -342,6 +342,7 @@ class _ReadInFull(Exception):
 
 
 cdef tuple _SPAN_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, _ReadInFull)
+cdef tuple _STEP_TRIP_REASONS = _accum.STEP_TRIP_REASONS
 
 
 #: What _plain_value leaves to msgspec.
@@ -549,7 +550,7 @@ cdef tuple _fields_of(cc_finish_t* f):
     elif f.step_result_object == CC_FIN_DECODE:
         d = _span_value(f.step_result)
         reason, warnings = d.get("reason"), d.get("warnings")
-    if reason == "tripwire" or reason == "retry":
+    if reason in _STEP_TRIP_REASONS:
         # what Mastra reads of such a frame includes the last entry of output.steps, which this
         # reader skips: the light decoder reads the frame (rare: a processor's tripwire ended the
         # step, or had it tried again)
