@@ -1746,6 +1746,8 @@ FINISH_EDGES = [
     ('{"type":"finish","from":"USER","runId":"r","payload":null}', True),   # from: read, any place
     ('{"type":"finish","from":7,"payload":null}', True),                    # ... any value (typed Any)
     ('{"type":"finish","from":"A","from":"B","payload":null}', False),      # duplicate: the decoder's
+    # a payload.providerMetadata that metadata's hides is not read, but decoded by the light decoder
+    (_FIN % '"metadata":{"providerMetadata":{"p":1}},"providerMetadata":{"\\udc85":2}', False),
 ]
 
 
@@ -1778,6 +1780,21 @@ def test_finish_frames_read_in_c_equal_the_light_decoder(both):
             assert not (was_taken and want is None), f
             counts[was_taken] += 1
     assert min(counts) > 100, counts      # both ways were exercised
+
+
+def test_a_finish_frame_is_checked_where_nothing_is_read(codec):
+    """A step-finish whose payload.providerMetadata is hidden by metadata's (Mastra reads
+    metadata.providerMetadata first) is not read, but it is still part of the frame: bad UTF-8 in
+    it is the frame's error, with where, as the decoder gives it (the native finish reader took
+    such a frame once)."""
+    from chunkcodec.errors import DecodeError
+    bad = (_FIN % '"metadata":{"providerMetadata":{"p":1}},"providerMetadata":{"\udc85":2}')
+    ok = (_FIN % '"metadata":{"providerMetadata":{"p":1}},"providerMetadata":{"q":2}')
+    acc = codec.Accumulator()
+    acc.feed(ok.encode() + b"\n")
+    with pytest.raises(DecodeError, match=r"not valid UTF-8.*frame 1"):
+        acc.feed(bad.encode("utf-8", "surrogateescape") + b"\n")
+    assert acc.result().steps[0].provider_metadata == {"p": 1}
 
 
 def _finish_open_log(framing: str, frames: list) -> bytes:

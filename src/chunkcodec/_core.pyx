@@ -567,6 +567,9 @@ cdef tuple _fields_of(cc_finish_t* f):
         resp_id, model_id = d.get("id"), d.get("modelId")
     if pm is None:
         pm = _span_or_none(f.provider_metadata)
+    elif f.provider_metadata.p != NULL:
+        # not read, but the light decoder decodes it: its UTF-8 and numbers must pass there too
+        _span_value(f.provider_metadata)
     return (f.kind == CC_FIN_STEP_FINISH, run_id, reason, warnings, usage, resp_id, model_id, pm,
             _span_value(f.from_))
 
