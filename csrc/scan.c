@@ -870,13 +870,13 @@ size_t cc_skip_value(const char *p, size_t n) {
 }
 
 /* The keys read at each level: top (type, runId, from, payload), payload (stepResult, metadata, output,
- * providerMetadata), output (usage), stepResult (reason, warnings), metadata (id, modelId,
+ * providerMetadata, id), output (usage), stepResult (reason, warnings), metadata (id, modelId, model,
  * providerMetadata).  A slot of the first three levels is a bit in `seen`: those are read as a
  * struct is, where a duplicate is left to the decoder; stepResult and metadata are read as a dict
  * is, where the last of duplicate keys wins. */
 enum { FL_TOP, FL_PAYLOAD, FL_OUTPUT, FL_STEP_RESULT, FL_METADATA };
-enum { FK_TYPE, FK_RUN_ID, FK_FROM, FK_PAYLOAD, FK_STEP_RESULT, FK_METADATA, FK_OUTPUT, FK_PM, FK_USAGE,
-       FK_SR_REASON, FK_SR_WARNINGS, FK_MD_ID, FK_MD_MODEL_ID, FK_MD_PM };
+enum { FK_TYPE, FK_RUN_ID, FK_FROM, FK_PAYLOAD, FK_STEP_RESULT, FK_METADATA, FK_OUTPUT, FK_PM, FK_ID, FK_USAGE,
+       FK_SR_REASON, FK_SR_WARNINGS, FK_MD_ID, FK_MD_MODEL_ID, FK_MD_MODEL, FK_MD_PM };
 
 static int fin_key(int level, const char *k, size_t kl) {
     switch (level) {
@@ -891,6 +891,7 @@ static int fin_key(int level, const char *k, size_t kl) {
         if (KEY_IS(k, kl, "metadata")) return FK_METADATA;
         if (KEY_IS(k, kl, "output")) return FK_OUTPUT;
         if (KEY_IS(k, kl, "providerMetadata")) return FK_PM;
+        if (KEY_IS(k, kl, "id")) return FK_ID;
         break;
     case FL_OUTPUT:
         if (KEY_IS(k, kl, "usage")) return FK_USAGE;
@@ -902,6 +903,7 @@ static int fin_key(int level, const char *k, size_t kl) {
     default:
         if (KEY_IS(k, kl, "id")) return FK_MD_ID;
         if (KEY_IS(k, kl, "modelId")) return FK_MD_MODEL_ID;
+        if (KEY_IS(k, kl, "model")) return FK_MD_MODEL;
         if (KEY_IS(k, kl, "providerMetadata")) return FK_MD_PM;
     }
     return -1;
@@ -915,11 +917,13 @@ static cc_span_t *fin_span(cc_finish_t *out, int slot) {
     case FK_STEP_RESULT: return &out->step_result;
     case FK_METADATA: return &out->metadata;
     case FK_PM: return &out->provider_metadata;
+    case FK_ID: return &out->id;
     case FK_USAGE: return &out->usage;
     case FK_SR_REASON: return &out->sr_reason;
     case FK_SR_WARNINGS: return &out->sr_warnings;
     case FK_MD_ID: return &out->md_id;
     case FK_MD_MODEL_ID: return &out->md_model_id;
+    case FK_MD_MODEL: return &out->md_model;
     case FK_MD_PM: return &out->md_provider_metadata;
     default: return NULL;
     }

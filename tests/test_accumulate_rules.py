@@ -1746,8 +1746,19 @@ FINISH_EDGES = [
     ('{"type":"finish","from":"USER","runId":"r","payload":null}', True),   # from: read, any place
     ('{"type":"finish","from":7,"payload":null}', True),                    # ... any value (typed Any)
     ('{"type":"finish","from":"A","from":"B","payload":null}', False),      # duplicate: the decoder's
+    # response ids: metadata.id when metadata has one (any value), else payload.id when truthy;
+    # metadata.modelId || metadata.model || ""
+    (_FIN % '"id":"p1","metadata":{"model":"m2"}', True),
+    (_FIN % '"id":"p1","metadata":{"id":null,"modelId":"","model":"m2"}', True),
+    (_FIN % '"id":"","metadata":{"modelId":0,"model":null}', True),
+    (_FIN % '"metadata":{"id":7,"modelId":["x"],"model":"m"},"id":"p1"', True),
+    (_FIN % '"id":"p1","metadata":{"id":"m1","\\u0069d":"m3"}', True),   # decoded whole
+    (_FIN % '"id":"p1","metadata":null', True),
+    (_FIN % '"id":"p1","id":"p2","metadata":{}', False),                  # duplicate: the decoder's
+    (_FIN % '"id":7,"metadata":{}', False),                               # payload.id is a string
+    (_FIN % '"id":null,"metadata":{}', False),
     # a payload.providerMetadata that metadata's hides is not read, but decoded by the light decoder
-    (_FIN % '"metadata":{"providerMetadata":{"p":1}},"providerMetadata":{"\\udc85":2}', False),
+    (_FIN % '"metadata":{"providerMetadata":{"p":1}},"providerMetadata":{"\udc85":2}', False),
 ]
 
 

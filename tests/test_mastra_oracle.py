@@ -245,6 +245,17 @@ def test_the_rules_the_unit_tests_state_are_mastras(oracle_dir, codec):
          ch("text-delta", {"id": "t", "text": "b"}),
          ch("step-finish", {"stepResult": {"reason": "retry"}, "output": {"usage": {}, "steps": [{}]}, "metadata": {}}),
          ch("text-delta", {"id": "t", "text": "c"}), fin({"outputTokens": 2}), fin({}, "finish")],
+        # a step's response ids: metadata.id when metadata has the key (any value), else
+        # payload.id || ""; metadata.modelId || metadata.model || ""
+        [ch("step-finish", {"id": "p1", "stepResult": {"reason": "stop"}, "output": {"usage": {}},
+                            "metadata": {"model": "m2"}}),
+         ch("step-finish", {"id": "p1", "stepResult": {"reason": "stop"}, "output": {"usage": {}},
+                            "metadata": {"id": None, "modelId": "", "model": "m3"}}),
+         ch("step-finish", {"id": "", "stepResult": {"reason": "stop"}, "output": {"usage": {}},
+                            "metadata": {"modelId": 0, "model": None}}),
+         ch("step-finish", {"id": "p1", "stepResult": {"reason": "stop"}, "output": {"usage": {}},
+                            "metadata": {"id": 7, "modelId": "m4", "model": "m5"}}),
+         fin({}, "finish")],
         # a tripwire ends the run where it stands
         [ch("text-delta", {"id": "t", "text": "a"}),
          ch("tool-call", {"toolCallId": "c", "toolName": "w", "args": {}}), fin({"inputTokens": 1}),

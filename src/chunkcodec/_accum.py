@@ -413,9 +413,7 @@ class _Run:
         # (stepResult.warnings || [], which is also the run's warnings from then on)
         self.warnings = st.warnings = warnings if _truthy(warnings) else []
         st.usage = usage if isinstance(usage, dict) else {}
-        # (response.id: metadata.id, else ""; response.modelId: metadata.modelId || "")
-        st.resp_id = resp_id if isinstance(resp_id, str) else ""
-        st.model_id = model_id if isinstance(model_id, str) and model_id else ""
+        st.resp_id, st.model_id = resp_id, model_id     # (as response_ids makes them)
         st.pm = pm if isinstance(pm, dict) else None
         st.trip = _truthy(trip)
         if trip is not UNSET:
@@ -1128,6 +1126,7 @@ class _MinOutputPayload(msgspec.Struct):
     metadata: Any = UNSET
     output: Optional[_MinOutput] = None
     providerMetadata: Any = UNSET
+    id: Union[str, UnsetType] = UNSET       # (typed as the chunk's payload types it)
 
 
 class _MinFinish(msgspec.Struct):
@@ -1154,10 +1153,20 @@ def decode_finish_light(data: Any) -> Any:
         return None
 
 
-def pick_finish(sr: Any, md: Any, usage: Any, pm: Any) -> tuple:
+def response_ids(md_id: Any, pid: Any, model_id: Any, model: Any) -> tuple:
+    """A step's response.id and response.modelId as Mastra's loop makes them of a step-finish whose
+    metadata is an object: ``{id: payload.id || "", ...metadata, modelId: metadata.modelId ||
+    metadata.model || ""}``, so metadata.id when metadata has the key (whatever its value; UNSET:
+    it has not), else payload.id when truthy, else "".  (Shared by pick_finish and the native
+    finish reader, which finds the four values itself.)"""
+    return (md_id if md_id is not UNSET else pid if _truthy(pid) else "",
+            model_id if _truthy(model_id) else model if _truthy(model) else "")
+
+
+def pick_finish(sr: Any, md: Any, usage: Any, pm: Any, pid: Any = UNSET) -> tuple:
     """(reason, warnings, usage, resp_id, model_id, pm) from a step-finish/finish payload's
-    stepResult, metadata, output.usage and providerMetadata (UNSET where absent), for typed and
-    light payloads.  (The native C reader finds the keys of stepResult and metadata itself and
+    stepResult, metadata, output.usage, providerMetadata and id (UNSET where absent), for typed
+    and light payloads.  (The native C reader finds the keys of stepResult and metadata itself and
     reads them in the same steps: _core._fields_of; the tests compare the two on edge cases and
     corrupted frames.)"""
     # (called for every step-finish and finish: written for speed; UNSET and None are alike)
@@ -1168,14 +1177,16 @@ def pick_finish(sr: Any, md: Any, usage: Any, pm: Any) -> tuple:
     if usage is UNSET:
         usage = None
     if not isinstance(md, dict):
-        return reason, warnings, usage, None, None, None if pm is UNSET else pm
+        # (Mastra's loop cannot read such a step-finish: its response ids are "")
+        return reason, warnings, usage, "", "", None if pm is UNSET else pm
     # (metadata.providerMetadata ?? providerMetadata)
     mpm = md.get("providerMetadata")
     if mpm is not None:
         pm = mpm
     elif pm is UNSET:
         pm = None
-    return reason, warnings, usage, md.get("id"), md.get("modelId"), pm
+    return (reason, warnings, usage) + response_ids(md.get("id", UNSET), pid, md.get("modelId"), md.get("model")) \
+        + (pm,)
 
 
 def _finish_fields(payload: Any) -> tuple:
@@ -1188,7 +1199,7 @@ def _finish_fields(payload: Any) -> tuple:
     else:
         usage = None
     return pick_finish(getattr(payload, "stepResult", UNSET), getattr(payload, "metadata", UNSET), usage,
-                       getattr(payload, "providerMetadata", UNSET))
+                       getattr(payload, "providerMetadata", UNSET), getattr(payload, "id", UNSET))
 
 
 def light_fields(m: Any) -> tuple:

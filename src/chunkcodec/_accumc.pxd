@@ -128,6 +128,9 @@ cdef _Run _run_of(AccumulatorBase acc, run_id, from_)
 
 cdef bint _truthy(x)
 
+# (the native finish reader's caller, _core._fields_of, calls it directly)
+cpdef tuple response_ids(md_id, pid, model_id, model)
+
 @cython.locals(run=_Run)
 cdef _other(AccumulatorBase acc, chunk)
 

@@ -106,6 +106,7 @@ cdef extern from "chunkcodec/scan.h":
         cc_span_t step_result
         cc_span_t metadata
         cc_span_t provider_metadata
+        cc_span_t id
         cc_span_t usage
         int step_result_object
         int metadata_object
@@ -113,6 +114,7 @@ cdef extern from "chunkcodec/scan.h":
         cc_span_t sr_warnings
         cc_span_t md_id
         cc_span_t md_model_id
+        cc_span_t md_model
         cc_span_t md_provider_metadata
         int memo_members
         cc_fin_memo_t skipped

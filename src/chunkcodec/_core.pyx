@@ -20,7 +20,7 @@ from libc.string cimport memcpy, memcmp, memchr, strlen
 from libc.stdint cimport uint64_t
 
 from chunkcodec._cdefs cimport *
-from chunkcodec._accumc cimport AccumulatorBase as _Sink
+from chunkcodec._accumc cimport AccumulatorBase as _Sink, response_ids as _response_ids
 import weakref
 
 import msgspec
@@ -555,16 +555,24 @@ cdef tuple _fields_of(cc_finish_t* f):
         # reader skips: the light decoder reads the frame (rare: a processor's tripwire ended the
         # step, or had it tried again)
         raise _ReadInFull()
+    pid = _span_value(f.id)
+    if pid is not _UNSET and type(pid) is not str:
+        raise _ReadInFull()     # (the chunk's payload types it a string: the decoders refuse it)
     # (metadata.providerMetadata ?? providerMetadata)
     pm = None
     if f.metadata_object == CC_FIN_OBJECT:
         pm = _span_or_none(f.md_provider_metadata)
-        resp_id = _span_or_none(f.md_id)
+        resp_id = _span_value(f.md_id)
         model_id = _span_or_none(f.md_model_id)
+        if resp_id is _UNSET or type(model_id) is not str or not model_id:
+            # (else response_ids gives these two as they are: the usual step-finish)
+            resp_id, model_id = _response_ids(resp_id, pid, model_id, _span_or_none(f.md_model))
     elif f.metadata_object == CC_FIN_DECODE:
         d = _span_value(f.metadata)
         pm = d.get("providerMetadata")
-        resp_id, model_id = d.get("id"), d.get("modelId")
+        resp_id, model_id = _response_ids(d.get("id", _UNSET), pid, d.get("modelId"), d.get("model"))
+    else:
+        resp_id = model_id = ""         # (as pick_finish: no metadata object)
     if pm is None:
         pm = _span_or_none(f.provider_metadata)
     elif f.provider_metadata.p != NULL:

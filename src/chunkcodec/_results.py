@@ -40,8 +40,9 @@ class StepResult(msgspec.Struct, kw_only=True):
     files: List[Any]
     warnings: List[Any]
     provider_metadata: Optional[Dict[str, Any]] = None
-    response_id: Optional[str] = None
-    response_model_id: Optional[str] = None
+    #: Mastra's response.id and .modelId of the step (a string but for an odd metadata.id: its value)
+    response_id: Any = None
+    response_model_id: Any = None
     #: the tripwire a processor set on the step (the last entry of its step-finish's output.steps:
     #: its text is then ""; with retry, the agent tried the step again)
     tripwire: Any = None

@@ -118,10 +118,11 @@ typedef struct cc_finish {
     int payload, output;
     int step_result_object, metadata_object;                  /* 0, CC_FIN_OBJECT or _DECODE */
     cc_span_t type, run_id, from_;                            /* top level */
-    cc_span_t step_result, metadata, provider_metadata;       /* payload.* */
+    cc_span_t step_result, metadata, provider_metadata, id;   /* payload.* */
     cc_span_t usage;                                          /* payload.output.usage */
     cc_span_t sr_reason, sr_warnings;                         /* payload.stepResult.* (last wins) */
-    cc_span_t md_id, md_model_id, md_provider_metadata;       /* payload.metadata.* (last wins) */
+    cc_span_t md_id, md_model_id, md_model;                   /* payload.metadata.* (last wins) */
+    cc_span_t md_provider_metadata;
     int memo_members;             /* the members of payload and output taken through the memo */
     cc_fin_memo_t skipped;        /* the members of payload and output skipped (offsets in buf) */
 } cc_finish_t;
