@@ -9,68 +9,30 @@ directory).  Without them these tests are skipped, unless CHUNKCODEC_REQUIRE_ORA
 .ci/run sets it: then they fail.
 """
 
-import hashlib
 import json
-import os
 import pathlib
 import random
-import shutil
 import subprocess
 
 import pytest
 
 from test_accumulate import FIELDS, actual_view, expected_view
-from util import mastra_run
+from util import NODE_ENV, mastra_run, npm_project
 
 HERE = pathlib.Path(__file__).parent / "mastra_oracle"
 CORPUS_CHUNKS = pathlib.Path(__file__).parent / "vectors" / "corpus" / "chunks"
 FILES = ("package.json", "package-lock.json", "oracle.mjs")
 
 
-#: node and npm run without the sanitizer runtime .ci/sanitize preloads into the tests' Python
-_NODE_ENV = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "ASAN_OPTIONS", "UBSAN_OPTIONS")}
-
-
-def _unavailable(why):
-    if os.environ.get("CHUNKCODEC_REQUIRE_ORACLE"):
-        pytest.fail(f"the Mastra oracle is required (CHUNKCODEC_REQUIRE_ORACLE) but {why}")
-    pytest.skip(why)
-
-
 @pytest.fixture(scope="module")
 def oracle_dir():
-    """A directory with the oracle and its node_modules: installed once per version of the files
-    (npm ci, from the lock file), under CHUNKCODEC_ORACLE_CACHE or ~/.cache."""
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if not node or not npm:
-        _unavailable("node or npm is not on PATH")
-    digest = hashlib.sha256(b"".join((HERE / f).read_bytes() for f in FILES)).hexdigest()[:16]
-    root = pathlib.Path(os.environ.get("CHUNKCODEC_ORACLE_CACHE")
-                        or pathlib.Path.home() / ".cache" / "chunkcodec-mastra-oracle")
-    d = root / digest
-    if not d.exists():
-        # installed beside it, then renamed into place: two test runs at once (CI runs the suite
-        # under a sanitizer beside the other stages) never see a half-made directory
-        tmp = root / f"{digest}.{os.getpid()}.tmp"
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        for f in FILES:
-            shutil.copy(HERE / f, tmp / f)
-        p = subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=tmp,
-                           capture_output=True, text=True, timeout=600, env=_NODE_ENV)
-        if p.returncode:
-            shutil.rmtree(tmp, ignore_errors=True)
-            _unavailable(f"npm ci failed: {p.stderr[-2000:]}")
-        try:
-            os.rename(tmp, d)
-        except OSError:         # (the other run was first)
-            shutil.rmtree(tmp, ignore_errors=True)
-    return d
+    """A directory with the oracle and its node_modules (util.npm_project)."""
+    return npm_project(HERE, FILES)
 
 
 def oracle(d, streams):
     """Mastra's wire and resolved values for each stream (a list of chunk dicts)."""
-    p = subprocess.run(["node", "oracle.mjs"], cwd=d, capture_output=True, timeout=600, env=_NODE_ENV,
+    p = subprocess.run(["node", "oracle.mjs"], cwd=d, capture_output=True, timeout=600, env=NODE_ENV,
                        input=json.dumps([[json.dumps(c, ensure_ascii=False) for c in s] for s in streams]).encode())
     assert p.returncode == 0, p.stderr.decode(errors="replace")[-3000:]
     out = json.loads(p.stdout)

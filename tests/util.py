@@ -1,6 +1,13 @@
 """Helpers shared by the tests."""
 
+import hashlib
+import os
+import pathlib
+import shutil
+import subprocess
+
 import msgspec
+import pytest
 
 from chunkcodec import InvalidFrame
 
@@ -517,3 +524,49 @@ def mastra_run(rng, rid="run-0", nested=True, goals=False):
         fin["providerMetadata"] = rng.choice(_M_PMS)
     out.append(c("finish", fin))
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# Node projects that run Mastra itself (tests/mastra_oracle, tests/mastra_server)
+
+#: node and npm run without the sanitizer runtime .ci/sanitize preloads into the tests' Python
+NODE_ENV = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "ASAN_OPTIONS", "UBSAN_OPTIONS")}
+
+
+def mastra_unavailable(why):
+    """Skip a test that runs Mastra, or fail it where CHUNKCODEC_REQUIRE_ORACLE says it must run
+    (.ci/run sets it)."""
+    if os.environ.get("CHUNKCODEC_REQUIRE_ORACLE"):
+        pytest.fail(f"Mastra is required here (CHUNKCODEC_REQUIRE_ORACLE) but {why}")
+    pytest.skip(why)
+
+
+def npm_project(here, files):
+    """A directory with the files of the Node project at `here` and its node_modules: installed
+    once per version of the files (npm ci, from the lock file), under CHUNKCODEC_ORACLE_CACHE or
+    ~/.cache/chunkcodec-mastra-oracle."""
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if not node or not npm:
+        mastra_unavailable("node or npm is not on PATH")
+    digest = hashlib.sha256(b"".join((here / f).read_bytes() for f in files)).hexdigest()[:16]
+    root = pathlib.Path(os.environ.get("CHUNKCODEC_ORACLE_CACHE")
+                        or pathlib.Path.home() / ".cache" / "chunkcodec-mastra-oracle")
+    d = root / digest
+    if not d.exists():
+        # installed beside it, then renamed into place: two test runs at once (CI runs the suite
+        # under a sanitizer beside the other stages) never see a half-made directory
+        tmp = root / f"{digest}.{os.getpid()}.tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        for f in files:
+            shutil.copy(here / f, tmp / f)
+        p = subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=tmp,
+                           capture_output=True, text=True, timeout=600, env=NODE_ENV)
+        if p.returncode:
+            shutil.rmtree(tmp, ignore_errors=True)
+            mastra_unavailable(f"npm ci failed: {p.stderr[-2000:]}")
+        try:
+            os.rename(tmp, d)
+        except OSError:         # (the other run was first)
+            shutil.rmtree(tmp, ignore_errors=True)
+    return d
