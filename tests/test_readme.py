@@ -39,7 +39,7 @@ def test_quickstart_runs(monkeypatch):
 
 def test_accumulation_example_runs(monkeypatch):
     monkeypatch.chdir(ROOT)
-    code = _block("chunkcodec.Accumulator()")
+    code = _block('pathlib.Path("samples/agent_tool_roundtrip.sse").read_bytes()')
     exec(compile(code, "README accumulation", "exec"), {})
 
 

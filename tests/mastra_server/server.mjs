@@ -1,0 +1,127 @@
+// A real Mastra server for tests/test_mastra_server.py: @mastra/core's agents behind @mastra/hono's
+// MastraServer on @hono/node-server, listening on 127.0.0.1 (a free port, printed as
+// `listening <port>` once it is up).  The agents' models are scripted LanguageModelV3 mocks, so a
+// run is the same each time; the agent loop, the tools, the HTTP routes and the SSE writer are
+// unmodified Mastra.
+//
+// Besides Mastra's own routes (POST /api/agents/:id/stream), one route of ours:
+// POST /expected/:id runs the same agent in this process, with the same body, and answers what its
+// MastraModelOutput resolved, in the shape of the corpus's .expected.json files (as
+// tests/mastra_oracle/oracle.mjs records it): the truth the test holds our accumulation to.
+import { serve } from '@hono/node-server';
+import { Hono } from 'hono';
+import { Mastra } from '@mastra/core/mastra';
+import { Agent } from '@mastra/core/agent';
+import { createTool } from '@mastra/core/tools';
+import { MastraServer } from '@mastra/hono';
+import { z } from 'zod';
+
+const usage = (input, output) => ({
+  inputTokens: { total: input, noCache: input, cacheRead: undefined, cacheWrite: undefined },
+  outputTokens: { total: output, text: output, reasoning: undefined },
+});
+const finish = (unified, input, output) => ({ type: 'finish', finishReason: { unified, raw: unified }, usage: usage(input, output) });
+const meta = (id) => ({ type: 'response-metadata', id, modelId: 'mock-model-id', timestamp: new Date(0) });
+const text = (id, pieces) => [{ type: 'text-start', id }, ...pieces.map((delta) => ({ type: 'text-delta', id, delta })),
+  { type: 'text-end', id }];
+
+// What each model streams: a function of the prompt it is called with (the step is told by the
+// tool results in it), never of how often it was called, so the HTTP run and the /expected run of
+// an agent see the same streams.
+function hasToolResult(prompt) {
+  return prompt.some((m) => m.role === 'tool');
+}
+const SCRIPTS = {
+  // a step that streams a tool call's arguments, the tool's run, then a step of text
+  weather: (prompt) => hasToolResult(prompt)
+    ? [meta('resp-2'), ...text('t2', ['It is ', 'sunny in ', 'Paris, ', '21.5°C ', '☀️.']), finish('stop', 40, 9)]
+    : [meta('resp-1'), ...text('t1', ['Let me ', 'check the weather. ']),
+       { type: 'tool-input-start', id: 'call-1', toolName: 'weather' },
+       { type: 'tool-input-delta', id: 'call-1', delta: '{"ci' },
+       { type: 'tool-input-delta', id: 'call-1', delta: 'ty":"Paris, Île-de-France"}' },
+       { type: 'tool-input-end', id: 'call-1' },
+       { type: 'tool-call', toolCallId: 'call-1', toolName: 'weather', input: '{"city":"Paris, Île-de-France"}' },
+       finish('tool-calls', 25, 12)],
+  // reasoning with a signature, then text in two blocks with escapes and text past the BMP
+  reasoning: () => [meta('resp-r'),
+    { type: 'reasoning-start', id: 'r1' },
+    { type: 'reasoning-delta', id: 'r1', delta: 'The user says hi; ' },
+    { type: 'reasoning-delta', id: 'r1', delta: 'answer "warmly"\n' },
+    { type: 'reasoning-delta', id: 'r1', delta: '', providerMetadata: { anthropic: { signature: 'sig-1' } } },
+    { type: 'reasoning-end', id: 'r1' },
+    ...text('a', ['Hello', ' 世界 ', '👋🏽', ' back\\slash\ttab']), ...text('b', ['\u2028second', ' block']),
+    finish('stop', 12, 30)],
+  // the provider fails in the middle of the text
+  failing: () => [meta('resp-f'), ...text('t', ['partial ', 'answer']),
+    { type: 'error', error: { name: 'ProviderError', message: 'upstream closed the stream' } }],
+};
+
+function mockModel(script) {
+  return {
+    specificationVersion: 'v3', provider: 'mock-provider', modelId: 'mock-model-id', supportedUrls: {},
+    async doGenerate() { throw new Error('these tests only stream'); },
+    async doStream(options) {
+      const parts = [{ type: 'stream-start', warnings: [] }, ...script(options.prompt)];
+      return { stream: new ReadableStream({ start(c) { for (const p of parts) c.enqueue(p); c.close(); } }) };
+    },
+  };
+}
+
+const weatherTool = createTool({
+  id: 'weather', description: 'The weather in a city',
+  inputSchema: z.object({ city: z.string() }),
+  execute: async ({ city }) => ({ city, tempC: 21.5, sky: 'sunny' }),
+});
+const agents = Object.fromEntries(Object.entries(SCRIPTS).map(([id, script]) => [id, new Agent({
+  id, name: id, instructions: 'You are a test agent.', model: mockModel(script),
+  tools: id === 'weather' ? { weather: weatherTool } : {},
+})]));
+const mastra = new Mastra({ agents, logger: false });
+
+const FIELDS = ['text', 'reasoningText', 'reasoning', 'toolCalls', 'toolResults', 'usage', 'totalUsage',
+  'finishReason', 'object', 'sources', 'files', 'warnings', 'providerMetadata', 'steps'];
+function recorded(v) {
+  return v === undefined ? { __undefined: true } : JSON.parse(JSON.stringify(v));
+}
+// (as tests/mastra_oracle/oracle.mjs summarizes a step)
+function stepSummary(s) {
+  const o = {
+    stepType: s.stepType, text: s.text, reasoningText: s.reasoningText, finishReason: s.finishReason,
+    usage: s.usage, toolCallIds: (s.toolCalls || []).map((c) => c.payload?.toolCallId),
+    toolResultIds: (s.toolResults || []).map((c) => c.payload?.toolCallId),
+    sources: (s.sources || []).length, files: (s.files || []).length,
+  };
+  if ('providerMetadata' in s) o.providerMetadata = s.providerMetadata;
+  o.reasoning = s.reasoning;
+  o.tripwire = s.tripwire;
+  o.warnings = s.warnings;
+  o.responseId = s.response?.id;
+  o.responseModelId = s.response?.modelId;
+  return o;
+}
+
+const app = new Hono();
+app.post('/expected/:id', async (c) => {
+  const body = await c.req.json();
+  const out = await mastra.getAgent(c.req.param('id')).stream(body.messages, { runId: body.runId });
+  await out.consumeStream();
+  const res = {};
+  for (const f of FIELDS) {
+    try {
+      const v = await out[f];
+      res[f] = { ok: true, value: recorded(f === 'steps' ? v.map(stepSummary) : v) };
+    } catch (e) {
+      res[f] = { ok: false, error: { name: e?.name, message: e?.message } };
+    }
+  }
+  res.error = out.error ? { name: out.error.name, message: out.error.message } : null;
+  res.tripwire = out.tripwire ?? null;
+  res.status = out.status;
+  return c.json(res);
+});
+await new MastraServer({ app, mastra }).init();
+
+const server = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 }, (info) => {
+  process.stdout.write(`listening ${info.port}\n`);
+});
+for (const sig of ['SIGTERM', 'SIGINT']) process.on(sig, () => server.close(() => process.exit(0)));

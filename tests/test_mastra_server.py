@@ -1,0 +1,124 @@
+"""Agents streamed over HTTP from a live Mastra server, read as a Python service reads them.
+
+tests/mastra_server/server.mjs runs real Mastra (@mastra/core 1.71.0's agents and loop behind
+@mastra/hono's routes on @hono/node-server, the versions the corpus was recorded with, pinned by
+its package-lock.json) on 127.0.0.1, with scripted mock models: a tool call streamed and run then
+a second step, reasoning with a signature and text past the BMP, a provider error mid-text.  Each
+agent's `POST /api/agents/:id/stream` body is read with httpx as it arrives and fed to an
+Accumulator piece by piece, on both paths; what we reassemble must be what the server's own
+MastraModelOutput resolves for the same agent, body and runId (its /expected route), every field the
+corpus's expected files record.
+
+Needs node and npm (the packages are installed once, from the npm registry); skipped without them
+unless CHUNKCODEC_REQUIRE_ORACLE is set, as .ci/run sets it.
+"""
+
+import contextlib
+import io
+import pathlib
+import re
+import selectors
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+from test_accumulate import actual_view, expected_view
+from util import NODE_ENV, mastra_unavailable, npm_project
+
+httpx = pytest.importorskip("httpx")
+
+HERE = pathlib.Path(__file__).parent / "mastra_server"
+FILES = ("package.json", "package-lock.json", "server.mjs")
+
+
+@pytest.fixture(scope="module")
+def server():
+    """The server's base URL, the server started for this module and stopped after it."""
+    d = npm_project(HERE, FILES)
+    err = tempfile.TemporaryFile()                # (a pipe nobody reads could fill and stop it)
+    proc = subprocess.Popen(["node", "server.mjs"], cwd=d, stdout=subprocess.PIPE, stderr=err, env=NODE_ENV)
+    try:
+        sel = selectors.DefaultSelector()
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        line = b""
+        deadline = time.monotonic() + 60
+        while not line.endswith(b"\n") and time.monotonic() < deadline and proc.poll() is None:
+            if sel.select(timeout=1):
+                b = proc.stdout.read1(1)
+                if not b:
+                    break
+                line += b
+        if not line.startswith(b"listening "):
+            proc.kill()
+            proc.wait()
+            err.seek(0)
+            mastra_unavailable(f"the Mastra server did not start: {line!r} {err.read()[-2000:]!r}")
+        yield f"http://127.0.0.1:{int(line.split()[1])}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        err.close()
+
+
+AGENTS = {
+    "weather": "What is the weather in Paris?",
+    "reasoning": "Say hi",
+    "failing": "Tell me something",
+}
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_an_agent_streamed_over_http_reassembles_as_the_server_resolves_it(server, codec, agent):
+    body = {"messages": AGENTS[agent], "runId": f"run-{agent}"}
+    acc = codec.Accumulator()                     # (the framing found from the first bytes)
+    raw = bytearray()
+    with httpx.stream("POST", f"{server}/api/agents/{agent}/stream", json=body, timeout=60) as r:
+        assert r.status_code == 200
+        assert r.headers["content-type"].startswith("text/event-stream")
+        for piece in r.iter_raw():                # as the network delivers it
+            raw += piece
+            acc.feed(piece)
+    acc.close()
+    assert raw.endswith(b"data: [DONE]\n\n")
+    exp = httpx.post(f"{server}/expected/{agent}", json=body, timeout=60).json()
+    out = acc.result()
+    assert out.run_id == body["runId"] and not out.invalid_frames
+    want, got = expected_view(exp), actual_view(out, exp)
+    for f in want:
+        assert got[f] == want[f], f
+    # the body whole, as accumulate() takes it: the same run
+    (whole,) = codec.accumulate(bytes(raw))
+    assert actual_view(whole, exp) == got
+
+
+def test_the_scripted_runs_are_what_they_are_meant_to_be(server):
+    """The scenarios hold what the module says they do (else a passing test above says little)."""
+    runs = {a: httpx.post(f"{server}/expected/{a}", json={"messages": m, "runId": "r"}, timeout=60).json()
+            for a, m in AGENTS.items()}
+    w = runs["weather"]
+    assert [s["finishReason"] for s in w["steps"]["value"]] == ["tool-calls", "stop"]
+    assert w["toolResults"]["value"][0]["payload"]["result"]["sky"] == "sunny"
+    assert w["usage"]["value"]["inputTokens"] == 65
+    r = runs["reasoning"]
+    assert r["reasoning"]["value"][0]["payload"]["providerMetadata"] == {"anthropic": {"signature": "sig-1"}}
+    assert "👋🏽" in r["text"]["value"] and "\u2028" in r["text"]["value"]
+    f = runs["failing"]
+    assert f["status"] == "failed" and f["error"]["message"] == "upstream closed the stream"
+
+
+def test_the_readme_reads_an_agent_so(server):
+    """The README's httpx example, pointed at this server: it prints the run's text."""
+    readme = (HERE.parent.parent / "README.md").read_text()
+    (code,) = [b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "httpx.stream(" in b]
+    assert "http://127.0.0.1:4111" in code
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code.replace("http://127.0.0.1:4111", server), "README httpx", "exec"),
+             {"chunkcodec": __import__("chunkcodec")})
+    assert out.getvalue() == "It is sunny in Paris, 21.5°C ☀️.\n"
