@@ -2320,7 +2320,36 @@ def test_a_step_a_processor_tripped_has_no_text_and_says_its_tripwire(codec):
     assert [(st.finish_reason, st.text, st.tripwire) for st in r.steps] == [
         ("retry", "", tw), ("retry", "b", None), ("tripwire", "", {"reason": "no"}), ("stop", "d", None)]
     assert r.steps[0].to_mastra()["tripwire"] == tw and "tripwire" not in r.steps[1].to_mastra()
-    assert r.text == "abcd" and r.tripwire is None
+    # the run's text leaves out the step tried again (test_a_step_tried_again_leaves_the_run)
+    assert r.text == "bcd" and r.tripwire is None
+
+
+def test_a_step_tried_again_leaves_the_run(codec):
+    """A step a processor had tried again (its step-finish's tripwire has retry) means the agent
+    has output processors, and with them Mastra re-reads the run's text from its message list at
+    the finish (the step is not there: the text is what came after it) and resolves the object at
+    a step-finish that is no retry (the object that step resolved is dropped; one resolved in an
+    earlier step stays).  Checked against a real agent in test_mastra_server ("guarded")."""
+    def sf(reason, text, tw=None, obj=None):
+        out = [text_delta("t", text)]
+        if obj is not None:
+            out.append(line("object-result", None, object=obj))
+        steps = [{"tripwire": tw}] if tw else []
+        return out + [line("step-finish", {"stepResult": {"reason": reason}, "output": {"usage": {}, "steps": steps},
+                                          "metadata": {"id": "m"}})]
+    again = {"reason": "again", "retry": True}
+    fin = line("finish", {"stepResult": {"reason": "stop"}, "output": {"usage": {}}})
+    r = ways(codec, [*sf("retry", "first", again, {"a": 1}), *sf("stop", "second", obj={"a": 2}), fin])
+    assert (r.text, r.object, [s.text for s in r.steps]) == ("second", {"a": 2}, ["", "second"])
+    # retried twice after a tool step whose object stays; a tripwire without retry keeps the text
+    call = line("tool-call", {"toolCallId": "c", "toolName": "w", "args": {}})
+    r = ways(codec, [call, *sf("tool-calls", "zero", obj={"a": 0}), *sf("retry", "one", again, {"a": 1}),
+                     *sf("retry", "two", again), *sf("stop", "three"), fin])
+    assert (r.text, r.object) == ("three", {"a": 0})
+    r = ways(codec, [*sf("retry", "one", again), *sf("retry", "two", again), *sf("stop", "three"), fin])
+    assert r.text == "three"
+    r = ways(codec, [*sf("retry", "one", {"reason": "x", "retry": False}, {"a": 1}), *sf("stop", "two"), fin])
+    assert (r.text, r.object) == ("onetwo", {"a": 1})
 
 
 def test_nothing_after_a_tripwire_changes_the_run(codec):

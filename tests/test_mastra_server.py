@@ -3,7 +3,8 @@
 tests/mastra_server/server.mjs runs real Mastra (@mastra/core 1.71.0's agents and loop behind
 @mastra/hono's routes on @hono/node-server, the versions the corpus was recorded with, pinned by
 its package-lock.json) on 127.0.0.1, with scripted mock models: a tool call streamed and run then
-a second step, reasoning with a signature and text past the BMP, a provider error mid-text.  Each
+a second step, reasoning with a signature and text past the BMP, a provider error mid-text,
+structured output whose first answer an output processor sends back to be tried again.  Each
 agent's `POST /api/agents/:id/stream` body is read with httpx as it arrives and fed to an
 Accumulator piece by piece, on both paths; what we reassemble must be what the server's own
 MastraModelOutput resolves for the same agent, body and runId (its /expected route), every field the
@@ -70,6 +71,7 @@ AGENTS = {
     "weather": "What is the weather in Paris?",
     "reasoning": "Say hi",
     "failing": "Tell me something",
+    "guarded": "Answer in JSON",
 }
 
 
@@ -110,6 +112,10 @@ def test_the_scripted_runs_are_what_they_are_meant_to_be(server):
     assert "👋🏽" in r["text"]["value"] and "\u2028" in r["text"]["value"]
     f = runs["failing"]
     assert f["status"] == "failed" and f["error"]["message"] == "upstream closed the stream"
+    g = runs["guarded"]
+    assert [(s["finishReason"], s.get("tripwire")) for s in g["steps"]["value"]] == [
+        ("retry", {"reason": "Say it again", "retry": True, "processorId": "once-more"}), ("stop", None)]
+    assert g["object"]["value"] == {"answer": "second"}
 
 
 def test_the_readme_reads_an_agent_so(server):

@@ -312,7 +312,7 @@ class _Run:
                  "text_pm", "rdet", "srdet", "saw_reasoning", "seq", "steps", "cur", "tool_calls", "call_list", "pending",
                  "tool_args", "tool_results", "tool_errors", "sources", "files", "u", "u_max", "u_sorted", "warnings",
                  "finish_reason", "status", "finished", "suspended", "error", "tripwire", "trip", "object", "obj_state",
-                 "suspend_payload", "pm", "cut", "cut_next")
+                 "obj_step", "suspend_payload", "pm", "cut", "cut_next", "text_from")
 
     def __init__(self, acc: "AccumulatorBase", run_id: Optional[str], from_: Any) -> None:
         # (no reference back to acc: a run that holds its accumulator makes a reference cycle, and
@@ -366,8 +366,12 @@ class _Run:
         self.trip: Optional[tuple] = None
         self.object: Any = None
         # Mastra's object promise: 0 pending, 1 resolved (by the first object-result), 2 rejected
-        # (by an error chunk while pending)
+        # (by an error chunk while pending); obj_step: the steps finished when it was resolved
         self.obj_state = 0
+        self.obj_step = 0
+        # where the run's text begins when no step had tool activity: past the steps a processor had
+        # tried again (see step_finish)
+        self.text_from = 0
         self.suspend_payload: Optional[dict] = None
         self.pm: Any = None
         # A goal chunk that continues the run truncates Mastra's run buffers: where the run's
@@ -418,6 +422,16 @@ class _Run:
         st.trip = _truthy(trip)
         if trip is not UNSET:
             st.tripwire = _builtins(trip)
+            if isinstance(st.tripwire, dict) and _truthy(st.tripwire.get("retry")):
+                # A processor had the step tried again, so the agent's output has a processor
+                # runner (Mastra's loop gave it the agent's output processors).  With one, Mastra
+                # re-reads the run's text at the finish from its message list, from which the step
+                # tried again is gone (its text is not the run's), and its object promise waits for
+                # a step-finish that is not a retry (the object of a step tried again is dropped).
+                self.text_from = st.t1
+                if self.obj_state == 1 and self.obj_step == len(self.steps):
+                    self.object = None
+                    self.obj_state = 0
         if self.srdet:
             # (its parts may go on being written after this: their text is read up to r1)
             st.rdet = [[e[0], e[1], e[2][:]] for e in _js_values(self.srdet)]
@@ -870,7 +884,7 @@ class _Run:
         if last is not None and tool_step and not self.suspended:
             text = "" if last.trip else dec.get(tbuf, last.t0, last.t1)
         else:
-            text = dec.get(tbuf) if cut is None else dec.get(tbuf, cut[0])
+            text = dec.get(tbuf, self.text_from if cut is None else max(cut[0], self.text_from))
         usage = self.usage()
         if cut is None:
             reasoning_text = dec.get(rbuf) if self.saw_reasoning else None
@@ -1623,6 +1637,7 @@ class AccumulatorBase:
         if run.obj_state == 0:
             run.object = _v(chunk.object)
             run.obj_state = 1
+            run.obj_step = len(run.steps)
 
     def _on_error(self, run: _Run, chunk: Any, p: Any) -> None:
         run.fail(_error_value(_v(p.error)))

@@ -48,7 +48,7 @@ cdef class _Run:
     cdef public list seq, steps, call_list, tool_results, tool_errors, sources, files
     cdef public bint saw_reasoning, finished, suspended, pending, u_sorted, cut_next
     cdef public int obj_state
-    cdef public Py_ssize_t u_max
+    cdef public Py_ssize_t u_max, obj_step, text_from
     @cython.locals(prev=_Step)
     cpdef _Step step(self)
     cpdef step_start(self, warnings)

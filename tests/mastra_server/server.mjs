@@ -54,6 +54,10 @@ const SCRIPTS = {
   // the provider fails in the middle of the text
   failing: () => [meta('resp-f'), ...text('t', ['partial ', 'answer']),
     { type: 'error', error: { name: 'ProviderError', message: 'upstream closed the stream' } }],
+  // structured output whose first answer an output processor sends back (a step tried again)
+  guarded: (prompt) => JSON.stringify(prompt).includes('Say it again')
+    ? [meta('resp-g2'), ...text('t', ['{"answer":', '"second"}']), finish('stop', 9, 4)]
+    : [meta('resp-g1'), ...text('t', ['{"answer":', '"first"}']), finish('stop', 5, 4)],
 };
 
 function mockModel(script) {
@@ -72,9 +76,19 @@ const weatherTool = createTool({
   inputSchema: z.object({ city: z.string() }),
   execute: async ({ city }) => ({ city, tempC: 21.5, sky: 'sunny' }),
 });
+const EXTRA = {
+  weather: { tools: { weather: weatherTool } },
+  guarded: {
+    outputProcessors: [{
+      id: 'once-more',
+      processOutputStep: async ({ retryCount, abort }) => { if (!retryCount) abort('Say it again', { retry: true }); },
+    }],
+    maxProcessorRetries: 2,
+    defaultOptions: { structuredOutput: { schema: z.object({ answer: z.string() }) } },
+  },
+};
 const agents = Object.fromEntries(Object.entries(SCRIPTS).map(([id, script]) => [id, new Agent({
-  id, name: id, instructions: 'You are a test agent.', model: mockModel(script),
-  tools: id === 'weather' ? { weather: weatherTool } : {},
+  id, name: id, instructions: 'You are a test agent.', model: mockModel(script), ...EXTRA[id],
 })]));
 const mastra = new Mastra({ agents, logger: false });
 
