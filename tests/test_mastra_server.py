@@ -16,6 +16,7 @@ unless CHUNKCODEC_REQUIRE_ORACLE is set, as .ci/run sets it.
 
 import contextlib
 import io
+import json
 import pathlib
 import re
 import selectors
@@ -72,6 +73,9 @@ AGENTS = {
     "reasoning": "Say hi",
     "failing": "Tell me something",
     "guarded": "Answer in JSON",
+    "tools": "Run both tools",
+    "approval": "Delete thing 7",
+    "sources": "Cite your sources",
 }
 
 
@@ -97,6 +101,39 @@ def test_an_agent_streamed_over_http_reassembles_as_the_server_resolves_it(serve
     # the body whole, as accumulate() takes it: the same run
     (whole,) = codec.accumulate(bytes(raw))
     assert actual_view(whole, exp) == got
+
+
+def _persisted(exp):
+    """The parts of the message the server keeps for the run (its message list's response, as
+    memory would store it), without their createdAt times."""
+    return [{k: v for k, v in p.items() if k != "createdAt"} for m in exp["dbMessages"] for p in m["content"]["parts"]]
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_the_message_parts_are_those_the_server_keeps(server, codec, agent):
+    """RunOutput.parts follows buildMessagesFromChunks (the oracle checks that), plus the data-*
+    parts where they arrive; the server's own message holds the same parts, data-* at the same
+    places, but where the wire does not say what it knows (README, "parts"): a model error is an
+    error part there; a tool error's errorText is the Error's message, which JSON leaves out of
+    the tool-error chunk (a message is no own enumerable property); a step tried again is not
+    there."""
+    body = {"messages": AGENTS[agent], "runId": f"run-{agent}"}
+    with httpx.stream("POST", f"{server}/api/agents/{agent}/stream", json=body, timeout=60) as r:
+        (out,) = codec.accumulate(r.iter_raw())
+    exp = httpx.post(f"{server}/expected/{agent}", json=body, timeout=60).json()
+    ours, theirs = json.loads(json.dumps(out.parts)), _persisted(exp)
+    if agent == "failing":
+        assert theirs == ours + [{"type": "error", "error": {"name": "ProviderError",
+                                                            "message": "upstream closed the stream"}}]
+    elif agent == "guarded":
+        assert theirs == ours[1:] and ours[0] == {"type": "text", "text": '{"answer":"first"}'}
+    else:
+        if agent == "tools":
+            (failed,) = [p["toolInvocation"] for p in ours if p.get("toolInvocation", {}).get("toolCallId") == "c-b"]
+            assert "broken: nope" in failed["errorText"], failed
+            failed["errorText"] = "broken: nope"
+        assert ours == theirs
+    assert any(p["type"].startswith("data-") for p in theirs) == (agent == "tools")
 
 
 def test_the_scripted_runs_are_what_they_are_meant_to_be(server):

@@ -54,6 +54,30 @@ const SCRIPTS = {
   // the provider fails in the middle of the text
   failing: () => [meta('resp-f'), ...text('t', ['partial ', 'answer']),
     { type: 'error', error: { name: 'ProviderError', message: 'upstream closed the stream' } }],
+  // two tool calls whose arguments stream interleaved; one tool throws, one writes data-* parts
+  tools: (prompt) => hasToolResult(prompt)
+    ? [meta('resp-t2'), ...text('t', ['One of ', 'them failed.']), finish('stop', 30, 5)]
+    : [meta('resp-t1'),
+       { type: 'tool-input-start', id: 'c-a', toolName: 'progress' },
+       { type: 'tool-input-start', id: 'c-b', toolName: 'broken' },
+       { type: 'tool-input-delta', id: 'c-a', delta: '{"steps":' },
+       { type: 'tool-input-delta', id: 'c-b', delta: '{"why":"n' },
+       { type: 'tool-input-delta', id: 'c-a', delta: '2}' },
+       { type: 'tool-input-delta', id: 'c-b', delta: 'ope"}' },
+       { type: 'tool-input-end', id: 'c-a' }, { type: 'tool-input-end', id: 'c-b' },
+       { type: 'tool-call', toolCallId: 'c-a', toolName: 'progress', input: '{"steps":2}' },
+       { type: 'tool-call', toolCallId: 'c-b', toolName: 'broken', input: '{"why":"nope"}' },
+       finish('tool-calls', 20, 8)],
+  // a tool that needs approval: the run is suspended
+  approval: () => [meta('resp-a'), ...text('t', ['Deleting it.']),
+    { type: 'tool-call', toolCallId: 'c-del', toolName: 'remove', input: '{"id":7}' }, finish('tool-calls', 8, 3)],
+  // sources and files from the model
+  sources: () => [meta('resp-s'),
+    { type: 'source', sourceType: 'url', id: 'src-1', url: 'https://example.com/a', title: 'A' },
+    { type: 'source', sourceType: 'document', id: 'src-2', mediaType: 'application/pdf', title: 'Doc', filename: 'd.pdf' },
+    ...text('t', ['See ', 'the sources.']),
+    { type: 'file', mediaType: 'image/png', data: 'iVBORw0KGgo=' },
+    finish('stop', 6, 4)],
   // structured output whose first answer an output processor sends back (a step tried again)
   guarded: (prompt) => JSON.stringify(prompt).includes('Say it again')
     ? [meta('resp-g2'), ...text('t', ['{"answer":', '"second"}']), finish('stop', 9, 4)]
@@ -76,8 +100,26 @@ const weatherTool = createTool({
   inputSchema: z.object({ city: z.string() }),
   execute: async ({ city }) => ({ city, tempC: 21.5, sky: 'sunny' }),
 });
+const progressTool = createTool({
+  id: 'progress', description: 'Reports progress as it goes',
+  inputSchema: z.object({ steps: z.number() }),
+  execute: async ({ steps }, { writer }) => {
+    for (let i = 1; i <= steps; i++) await writer.custom({ type: 'data-progress', data: { done: i, of: steps } });
+    return { done: steps };
+  },
+});
+const brokenTool = createTool({
+  id: 'broken', description: 'Always fails', inputSchema: z.object({ why: z.string() }),
+  execute: async ({ why }) => { throw new Error(`broken: ${why}`); },
+});
+const removeTool = createTool({
+  id: 'remove', description: 'Deletes a thing', inputSchema: z.object({ id: z.number() }), requireApproval: true,
+  execute: async ({ id }) => ({ removed: id }),
+});
 const EXTRA = {
   weather: { tools: { weather: weatherTool } },
+  tools: { tools: { progress: progressTool, broken: brokenTool } },
+  approval: { tools: { remove: removeTool } },
   guarded: {
     outputProcessors: [{
       id: 'once-more',
@@ -131,6 +173,9 @@ app.post('/expected/:id', async (c) => {
   res.error = out.error ? { name: out.error.name, message: out.error.message } : null;
   res.tripwire = out.tripwire ?? null;
   res.status = out.status;
+  res.dbMessages = recorded(out.messageList.get.response.db());
+  // (as the corpus records it: the value, for a suspended run only)
+  if (out.status === 'suspended') res.suspendPayload = recorded(await out.suspendPayload);
   return c.json(res);
 });
 await new MastraServer({ app, mastra }).init();
