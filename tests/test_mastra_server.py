@@ -4,11 +4,12 @@ tests/mastra_server/server.mjs runs real Mastra (@mastra/core 1.71.0's agents an
 @mastra/hono's routes on @hono/node-server, the versions the corpus was recorded with, pinned by
 its package-lock.json) on 127.0.0.1, with scripted mock models: a tool call streamed and run then
 a second step, reasoning with a signature and text past the BMP, a provider error mid-text,
-structured output whose first answer an output processor sends back to be tried again.  Each
-agent's `POST /api/agents/:id/stream` body is read with httpx as it arrives and fed to an
-Accumulator piece by piece, on both paths; what we reassemble must be what the server's own
-MastraModelOutput resolves for the same agent, body and runId (its /expected route), every field the
-corpus's expected files record.
+structured output whose first answer an output processor sends back to be tried again, two tool
+calls streamed interleaved (one tool throws, one writes data-* parts), an approval, sources and
+files.  Each agent's `POST /api/agents/:id/stream` body is read with httpx as it arrives and fed
+to an Accumulator piece by piece, on both paths; what we reassemble must be what the server's own
+MastraModelOutput resolves for the same agent, body and runId (its /expected route), every field
+the corpus's expected files record; and our message parts are held to the message the server keeps.
 
 Needs node and npm (the packages are installed once, from the npm registry); skipped without them
 unless CHUNKCODEC_REQUIRE_ORACLE is set, as .ci/run sets it.
@@ -153,6 +154,13 @@ def test_the_scripted_runs_are_what_they_are_meant_to_be(server):
     assert [(s["finishReason"], s.get("tripwire")) for s in g["steps"]["value"]] == [
         ("retry", {"reason": "Say it again", "retry": True, "processorId": "once-more"}), ("stop", None)]
     assert g["object"]["value"] == {"answer": "second"}
+    t = runs["tools"]
+    assert [r["payload"]["toolCallId"] for r in t["toolResults"]["value"]] == ["c-a"]     # (c-b threw)
+    assert [p["type"] for p in _persisted(t)].count("data-progress") == 2
+    a = runs["approval"]
+    assert a["status"] == "suspended" and a["suspendPayload"]["toolCallId"] == "c-del"
+    src = runs["sources"]
+    assert (len(src["sources"]["value"]), len(src["files"]["value"])) == (2, 1)
 
 
 def test_the_readme_reads_an_agent_so(server):

@@ -7,7 +7,8 @@
 // Besides Mastra's own routes (POST /api/agents/:id/stream), one route of ours:
 // POST /expected/:id runs the same agent in this process, with the same body, and answers what its
 // MastraModelOutput resolved, in the shape of the corpus's .expected.json files (as
-// tests/mastra_oracle/oracle.mjs records it): the truth the test holds our accumulation to.
+// tests/mastra_oracle/oracle.mjs records it): the truth the test holds our accumulation to; and,
+// as dbMessages, the messages its message list keeps for the run's response (what memory stores).
 import { serve } from '@hono/node-server';
 import { Hono } from 'hono';
 import { Mastra } from '@mastra/core/mastra';
