@@ -6,10 +6,11 @@ its package-lock.json) on 127.0.0.1, with scripted mock models: a tool call stre
 a second step, reasoning with a signature and text past the BMP, a provider error mid-text,
 structured output whose first answer an output processor sends back to be tried again, two tool
 calls streamed interleaved (one tool throws, one writes data-* parts), an approval, sources and
-files.  Each agent's `POST /api/agents/:id/stream` body is read with httpx as it arrives and fed
-to an Accumulator piece by piece, on both paths; what we reassemble must be what the server's own
-MastraModelOutput resolves for the same agent, body and runId (its /expected route), every field
-the corpus's expected files record; and our message parts are held to the message the server keeps.
+files, a sub-agent called as a tool.  Each agent's `POST /api/agents/:id/stream` body is read with
+httpx as it arrives and fed to an Accumulator piece by piece, on both paths; what we reassemble
+must be what the server's own MastraModelOutput resolves for the same agent, body and runId (its
+/expected route), every field the corpus's expected files record (the ids Mastra draws at random
+aside); and our message parts are held to the message the server keeps.
 
 Needs node and npm (the packages are installed once, from the npm registry); skipped without them
 unless CHUNKCODEC_REQUIRE_ORACLE is set, as .ci/run sets it.
@@ -77,7 +78,22 @@ AGENTS = {
     "tools": "Run both tools",
     "approval": "Delete thing 7",
     "sources": "Cite your sources",
+    "delegating": "Ask the helper",
 }
+
+
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def _ids_alike(x):
+    """x with the ids Mastra draws at random for each run (a sub-agent's runId, thread and resource
+    ids) made one: the HTTP run and the /expected run of an agent differ only there."""
+    return json.loads(_UUID.sub("<uuid>", json.dumps(x)))
+
+
+def _run(runs, run_id):
+    (run,) = [r for r in runs if r.run_id == run_id]
+    return run
 
 
 @pytest.mark.parametrize("agent", AGENTS)
@@ -96,12 +112,15 @@ def test_an_agent_streamed_over_http_reassembles_as_the_server_resolves_it(serve
     exp = httpx.post(f"{server}/expected/{agent}", json=body, timeout=60).json()
     out = acc.result()
     assert out.run_id == body["runId"] and not out.invalid_frames
-    want, got = expected_view(exp), actual_view(out, exp)
+    want, got = _ids_alike(expected_view(exp)), _ids_alike(actual_view(out, exp))
     for f in want:
         assert got[f] == want[f], f
-    # the body whole, as accumulate() takes it: the same run
-    (whole,) = codec.accumulate(bytes(raw))
-    assert actual_view(whole, exp) == got
+    # the body whole, as accumulate() takes it: the same run (a sub-agent's is a run of its own)
+    runs = codec.accumulate(bytes(raw))
+    assert _ids_alike(actual_view(_run(runs, body["runId"]), exp)) == got
+    if agent == "delegating":
+        (sub,) = [r for r in runs if r.run_id != body["runId"]]
+        assert (sub.text, out.text) == ("Helper says hi.", "The helper answered.")
 
 
 def _persisted(exp):
@@ -120,9 +139,9 @@ def test_the_message_parts_are_those_the_server_keeps(server, codec, agent):
     there."""
     body = {"messages": AGENTS[agent], "runId": f"run-{agent}"}
     with httpx.stream("POST", f"{server}/api/agents/{agent}/stream", json=body, timeout=60) as r:
-        (out,) = codec.accumulate(r.iter_raw())
+        out = _run(codec.accumulate(r.iter_raw()), body["runId"])
     exp = httpx.post(f"{server}/expected/{agent}", json=body, timeout=60).json()
-    ours, theirs = json.loads(json.dumps(out.parts)), _persisted(exp)
+    ours, theirs = _ids_alike(out.parts), _ids_alike(_persisted(exp))
     if agent == "failing":
         assert theirs == ours + [{"type": "error", "error": {"name": "ProviderError",
                                                             "message": "upstream closed the stream"}}]
@@ -161,6 +180,8 @@ def test_the_scripted_runs_are_what_they_are_meant_to_be(server):
     assert a["status"] == "suspended" and a["suspendPayload"]["toolCallId"] == "c-del"
     src = runs["sources"]
     assert (len(src["sources"]["value"]), len(src["files"]["value"])) == (2, 1)
+    d = runs["delegating"]
+    assert d["toolResults"]["value"][0]["payload"]["result"]["text"] == "Helper says hi."
 
 
 def test_the_readme_reads_an_agent_so(server):

@@ -79,6 +79,11 @@ const SCRIPTS = {
     ...text('t', ['See ', 'the sources.']),
     { type: 'file', mediaType: 'image/png', data: 'iVBORw0KGgo=' },
     finish('stop', 6, 4)],
+  // a sub-agent called as a tool: its chunks come nested in the parent's tool-output chunks
+  delegating: (prompt, tools) => hasToolResult(prompt)
+    ? [meta('resp-d2'), ...text('t', ['The helper ', 'answered.']), finish('stop', 9, 2)]
+    : [meta('resp-d1'), { type: 'tool-call', toolCallId: 'c-h', toolName: tools[0], input: '{"prompt":"hi"}' },
+       finish('tool-calls', 5, 2)],
   // structured output whose first answer an output processor sends back (a step tried again)
   guarded: (prompt) => JSON.stringify(prompt).includes('Say it again')
     ? [meta('resp-g2'), ...text('t', ['{"answer":', '"second"}']), finish('stop', 9, 4)]
@@ -90,7 +95,8 @@ function mockModel(script) {
     specificationVersion: 'v3', provider: 'mock-provider', modelId: 'mock-model-id', supportedUrls: {},
     async doGenerate() { throw new Error('these tests only stream'); },
     async doStream(options) {
-      const parts = [{ type: 'stream-start', warnings: [] }, ...script(options.prompt)];
+      const tools = (options.tools || []).map((t) => t.name);
+      const parts = [{ type: 'stream-start', warnings: [] }, ...script(options.prompt, tools)];
       return { stream: new ReadableStream({ start(c) { for (const p of parts) c.enqueue(p); c.close(); } }) };
     },
   };
@@ -117,7 +123,12 @@ const removeTool = createTool({
   id: 'remove', description: 'Deletes a thing', inputSchema: z.object({ id: z.number() }), requireApproval: true,
   execute: async ({ id }) => ({ removed: id }),
 });
+const helper = new Agent({
+  id: 'helper', name: 'helper', description: 'Answers what it is asked', instructions: 'You help.',
+  model: mockModel(() => [meta('resp-h'), ...text('h', ['Helper ', 'says hi.']), finish('stop', 3, 2)]),
+});
 const EXTRA = {
+  delegating: { agents: { helper } },
   weather: { tools: { weather: weatherTool } },
   tools: { tools: { progress: progressTool, broken: brokenTool } },
   approval: { tools: { remove: removeTool } },
@@ -133,7 +144,7 @@ const EXTRA = {
 const agents = Object.fromEntries(Object.entries(SCRIPTS).map(([id, script]) => [id, new Agent({
   id, name: id, instructions: 'You are a test agent.', model: mockModel(script), ...EXTRA[id],
 })]));
-const mastra = new Mastra({ agents, logger: false });
+const mastra = new Mastra({ agents: { ...agents, helper }, logger: false });
 
 const FIELDS = ['text', 'reasoningText', 'reasoning', 'toolCalls', 'toolResults', 'usage', 'totalUsage',
   'finishReason', 'object', 'sources', 'files', 'warnings', 'providerMetadata', 'steps'];
