@@ -2324,6 +2324,31 @@ def test_a_step_a_processor_tripped_has_no_text_and_says_its_tripwire(codec):
     assert r.text == "bcd" and r.tripwire is None
 
 
+def test_a_step_a_processor_tripped_has_its_text_back_at_the_finish(codec):
+    """A step's tripwire means the agent has output processors, and with them Mastra re-reads the
+    run's text at the finish from its message list and gives it to the last step: a last step that
+    a processor's tripwire ended (text "" till then) has its text back, and so has the run after
+    tool steps; not when the run was aborted.  Checked against a real agent in test_mastra_server
+    ("blocked")."""
+    tw = {"reason": "Not allowed", "processorId": "censor"}
+    blocked = line("step-finish", {"stepResult": {"reason": "tripwire"}, "output": {"usage": {}, "steps": [
+        {"tripwire": tw}]}, "metadata": {"id": "m"}})
+    fin = line("finish", {"stepResult": {"reason": "tripwire"}, "output": {"usage": {}}})
+    head = [text_delta("t", "not "), text_delta("t", "allowed"), blocked]
+    r = ways(codec, head)
+    assert (r.text, [s.text for s in r.steps]) == ("not allowed", [""])     # (before the finish)
+    r = ways(codec, head + [fin])
+    assert (r.text, [(s.text, s.tripwire) for s in r.steps]) == ("not allowed", [("not allowed", tw)])
+    r = ways(codec, head + [line("abort", {}), fin])
+    assert (r.text, [s.text for s in r.steps], r.finish_reason) == ("not allowed", [""], "aborted")
+    tool = [text_delta("t", "a"), line("tool-call", {"toolCallId": "c", "toolName": "w", "args": {}}),
+            line("step-finish", {"stepResult": {"reason": "tool-calls"}, "output": {"usage": {}}, "metadata": {}})]
+    r = ways(codec, tool + [text_delta("t", "b"), blocked])
+    assert (r.text, [s.text for s in r.steps]) == ("", ["a", ""])
+    r = ways(codec, tool + [text_delta("t", "b"), blocked, fin])
+    assert (r.text, [s.text for s in r.steps]) == ("b", ["a", "b"])
+
+
 def test_a_step_tried_again_leaves_the_run(codec):
     """A step a processor had tried again (its step-finish's tripwire has retry) means the agent
     has output processors, and with them Mastra re-reads the run's text from its message list at

@@ -6,7 +6,7 @@ its package-lock.json) on 127.0.0.1, with scripted mock models: a tool call stre
 a second step, reasoning with a signature and text past the BMP, a provider error mid-text,
 structured output whose first answer an output processor sends back to be tried again, two tool
 calls streamed interleaved (one tool throws, one writes data-* parts), an approval, sources and
-files, a sub-agent called as a tool.  Each agent's `POST /api/agents/:id/stream` body is read with
+files, a sub-agent called as a tool, text an output processor blocks.  Each agent's `POST /api/agents/:id/stream` body is read with
 httpx as it arrives and fed to an Accumulator piece by piece, on both paths; what we reassemble
 must be what the server's own MastraModelOutput resolves for the same agent, body and runId (its
 /expected route), every field the corpus's expected files record (the ids Mastra draws at random
@@ -79,6 +79,7 @@ AGENTS = {
     "approval": "Delete thing 7",
     "sources": "Cite your sources",
     "delegating": "Ask the helper",
+    "blocked": "Say something not allowed",
 }
 
 
@@ -182,6 +183,8 @@ def test_the_scripted_runs_are_what_they_are_meant_to_be(server):
     assert (len(src["sources"]["value"]), len(src["files"]["value"])) == (2, 1)
     d = runs["delegating"]
     assert d["toolResults"]["value"][0]["payload"]["result"]["text"] == "Helper says hi."
+    b = runs["blocked"]
+    assert b["tripwire"]["processorId"] == "censor" and b["steps"]["value"][0]["finishReason"] == "tripwire"
 
 
 def test_the_readme_reads_an_agent_so(server):

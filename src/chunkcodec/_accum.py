@@ -312,7 +312,7 @@ class _Run:
                  "text_pm", "rdet", "srdet", "saw_reasoning", "seq", "steps", "cur", "tool_calls", "call_list", "pending",
                  "tool_args", "tool_results", "tool_errors", "sources", "files", "u", "u_max", "u_sorted", "warnings",
                  "finish_reason", "status", "finished", "suspended", "error", "tripwire", "trip", "object", "obj_state",
-                 "obj_step", "suspend_payload", "pm", "cut", "cut_next", "text_from")
+                 "obj_step", "suspend_payload", "pm", "cut", "cut_next", "text_from", "procs")
 
     def __init__(self, acc: "AccumulatorBase", run_id: Optional[str], from_: Any) -> None:
         # (no reference back to acc: a run that holds its accumulator makes a reference cycle, and
@@ -370,8 +370,9 @@ class _Run:
         self.obj_state = 0
         self.obj_step = 0
         # where the run's text begins when no step had tool activity: past the steps a processor had
-        # tried again (see step_finish)
+        # tried again; procs: a step's tripwire said the agent has output processors (step_finish)
         self.text_from = 0
+        self.procs = False
         self.suspend_payload: Optional[dict] = None
         self.pm: Any = None
         # A goal chunk that continues the run truncates Mastra's run buffers: where the run's
@@ -422,12 +423,15 @@ class _Run:
         st.trip = _truthy(trip)
         if trip is not UNSET:
             st.tripwire = _builtins(trip)
+            # Only an output processor puts a tripwire on a step, so the agent's output has a
+            # processor runner (Mastra's loop gives it the agent's output processors).  With one,
+            # Mastra re-reads the run's text at the finish from its message list and gives it to the
+            # last step too (result()).
+            self.procs = self.procs or st.trip
             if isinstance(st.tripwire, dict) and _truthy(st.tripwire.get("retry")):
-                # A processor had the step tried again, so the agent's output has a processor
-                # runner (Mastra's loop gave it the agent's output processors).  With one, Mastra
-                # re-reads the run's text at the finish from its message list, from which the step
-                # tried again is gone (its text is not the run's), and its object promise waits for
-                # a step-finish that is not a retry (the object of a step tried again is dropped).
+                # A step tried again is gone from that message list (its text is not the run's),
+                # and the runner's object promise waits for a step-finish that is not a retry (the
+                # object of a step tried again is dropped).
                 self.text_from = st.t1
                 if self.obj_state == 1 and self.obj_step == len(self.steps):
                     self.object = None
@@ -847,12 +851,17 @@ class _Run:
         done = self.steps if trip is None else self.steps[:trip[1]]
         if cut is not None:
             done = done[cut[2]:]
+        # With output processors (a step's tripwire says so: step_finish), Mastra re-reads the text
+        # at the finish from its message list, and gives the last step that text unless the run
+        # was aborted: a step a processor's tripwire ended (its text "" so far) has its text back.
+        reread = self.procs and self.finished
+        back = done[-1] if reread and done and self.status != "canceled" else None
         steps = []
         for st in done:
             ci, ri = st.calls, st.results
             steps.append(StepResult(
                 step_type="tool-result" if steps else "initial",
-                text="" if st.trip else dec.get(tbuf, st.t0, st.t1),
+                text="" if st.trip and st is not back else dec.get(tbuf, st.t0, st.t1),
                 # (a step without reasoning, the usual one: no call)
                 reasoning_text=dec.get(rbuf, st.r0, st.r1) if st.r1 > st.r0 else "",
                 finish_reason=st.reason, usage=st.usage,
@@ -882,7 +891,7 @@ class _Run:
                 tool_step = True
                 break
         if last is not None and tool_step and not self.suspended:
-            text = "" if last.trip else dec.get(tbuf, last.t0, last.t1)
+            text = "" if last.trip and not reread else dec.get(tbuf, last.t0, last.t1)
         else:
             text = dec.get(tbuf, self.text_from if cut is None else max(cut[0], self.text_from))
         usage = self.usage()

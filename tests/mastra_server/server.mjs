@@ -84,6 +84,8 @@ const SCRIPTS = {
     ? [meta('resp-d2'), ...text('t', ['The helper ', 'answered.']), finish('stop', 9, 2)]
     : [meta('resp-d1'), { type: 'tool-call', toolCallId: 'c-h', toolName: tools[0], input: '{"prompt":"hi"}' },
        finish('tool-calls', 5, 2)],
+  // text an output processor blocks after the step (a tripwire without retry)
+  blocked: () => [meta('resp-b'), ...text('t', ['Something ', 'not allowed.']), finish('stop', 4, 3)],
   // structured output whose first answer an output processor sends back (a step tried again)
   guarded: (prompt) => JSON.stringify(prompt).includes('Say it again')
     ? [meta('resp-g2'), ...text('t', ['{"answer":', '"second"}']), finish('stop', 9, 4)]
@@ -129,6 +131,11 @@ const helper = new Agent({
 });
 const EXTRA = {
   delegating: { agents: { helper } },
+  blocked: {
+    outputProcessors: [{
+      id: 'censor', processOutputStep: async ({ abort }) => abort('Not allowed here', { metadata: { rule: 7 } }),
+    }],
+  },
   weather: { tools: { weather: weatherTool } },
   tools: { tools: { progress: progressTool, broken: brokenTool } },
   approval: { tools: { remove: removeTool } },
