@@ -6,7 +6,8 @@ its package-lock.json) on 127.0.0.1, with scripted mock models: a tool call stre
 a second step, reasoning with a signature and text past the BMP, a provider error mid-text,
 structured output whose first answer an output processor sends back to be tried again, two tool
 calls streamed interleaved (one tool throws, one writes data-* parts), an approval, sources and
-files, a sub-agent called as a tool, text an output processor blocks.  Each agent's `POST /api/agents/:id/stream` body is read with
+files, a sub-agent called as a tool, text an output processor blocks, reasoning and text with
+OpenAI-style provider metadata before a streamed call that needs approval.  Each agent's `POST /api/agents/:id/stream` body is read with
 httpx as it arrives and fed to an Accumulator piece by piece, on both paths; what we reassemble
 must be what the server's own MastraModelOutput resolves for the same agent, body and runId (its
 /expected route), every field the corpus's expected files record (the ids Mastra draws at random
@@ -80,6 +81,7 @@ AGENTS = {
     "sources": "Cite your sources",
     "delegating": "Ask the helper",
     "blocked": "Say something not allowed",
+    "mixed": "Think, then remove thing 9",
 }
 
 
@@ -185,6 +187,9 @@ def test_the_scripted_runs_are_what_they_are_meant_to_be(server):
     assert d["toolResults"]["value"][0]["payload"]["result"]["text"] == "Helper says hi."
     b = runs["blocked"]
     assert b["tripwire"]["processorId"] == "censor" and b["steps"]["value"][0]["finishReason"] == "tripwire"
+    m = runs["mixed"]
+    assert m["status"] == "suspended" and m["suspendPayload"]["args"] == {"id": 9}
+    assert m["reasoning"]["value"][0]["payload"]["providerMetadata"]["openai"]["reasoningEncryptedContent"] == "e"
 
 
 def test_the_readme_reads_an_agent_so(server):

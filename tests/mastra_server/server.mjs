@@ -84,6 +84,19 @@ const SCRIPTS = {
     ? [meta('resp-d2'), ...text('t', ['The helper ', 'answered.']), finish('stop', 9, 2)]
     : [meta('resp-d1'), { type: 'tool-call', toolCallId: 'c-h', toolName: tools[0], input: '{"prompt":"hi"}' },
        finish('tool-calls', 5, 2)],
+  // reasoning, text with provider metadata, a streamed call to a tool that needs approval
+  mixed: () => [meta('resp-m'),
+    { type: 'reasoning-start', id: 'rs_1', providerMetadata: { openai: { itemId: 'rs_1' } } },
+    { type: 'reasoning-delta', id: 'rs_1', delta: 'Think.' },
+    { type: 'reasoning-end', id: 'rs_1', providerMetadata: { openai: { itemId: 'rs_1', reasoningEncryptedContent: 'e' } } },
+    { type: 'text-start', id: 'msg_1', providerMetadata: { openai: { itemId: 'msg_1' } } },
+    { type: 'text-delta', id: 'msg_1', delta: 'I will remove it.' },
+    { type: 'text-end', id: 'msg_1', providerMetadata: { openai: { itemId: 'msg_1' } } },
+    { type: 'tool-input-start', id: 'c-r', toolName: 'remove' },
+    { type: 'tool-input-delta', id: 'c-r', delta: '{"id":' }, { type: 'tool-input-delta', id: 'c-r', delta: '9}' },
+    { type: 'tool-input-end', id: 'c-r' },
+    { type: 'tool-call', toolCallId: 'c-r', toolName: 'remove', input: '{"id":9}' },
+    finish('tool-calls', 11, 7)],
   // text an output processor blocks after the step (a tripwire without retry)
   blocked: () => [meta('resp-b'), ...text('t', ['Something ', 'not allowed.']), finish('stop', 4, 3)],
   // structured output whose first answer an output processor sends back (a step tried again)
@@ -139,6 +152,7 @@ const EXTRA = {
   weather: { tools: { weather: weatherTool } },
   tools: { tools: { progress: progressTool, broken: brokenTool } },
   approval: { tools: { remove: removeTool } },
+  mixed: { tools: { remove: removeTool } },
   guarded: {
     outputProcessors: [{
       id: 'once-more',
