@@ -325,7 +325,7 @@ def test_long_texts_decode_whole(codec):
     assert len("".join(big).encode()) > 65536
     assert r.text == "".join(big) + "tail" + "é" * 70000
     assert [s.text for s in r.steps] == ["".join(big)]
-    assert [p.get("text") for p in r.parts] == ["".join(big), "tail", "é" * 70000]
+    assert [p.get("text") for p in r.parts] == ["".join(big), None, "tail", "é" * 70000]  # (None: a step-start)
 
 
 def test_result_mid_stream_reflects_what_arrived(codec):
@@ -452,9 +452,43 @@ def test_parts_follow_build_messages_from_chunks(codec):
     assert inv["state"] == "output-error" and inv["errorText"]
 
 
+def test_the_message_has_a_boundary_at_each_step_and_loses_a_step_tried_again(codec):
+    """What Mastra's agent loop does to the message it keeps, besides buildMessagesFromChunks: each
+    step after the first opens with a step-start part (none when the message is empty, and not a
+    second one in a row), and a step a processor had tried again (reason "retry") is rolled back to
+    before its boundary, or the message emptied when the step opened none.  Checked against a real
+    agent in test_mastra_server ("chain", "onward", "retried", "twice", "guarded")."""
+    def step(*body, reason="stop"):
+        return [line("step-start", {}), *body, line("step-finish", {"stepResult": {"reason": reason},
+                                                                  "output": {"usage": {}}, "metadata": {}})]
+    call = line("tool-call", {"toolCallId": "a", "toolName": "w", "args": {}})
+    think = [line("reasoning-start", {"id": "r"}), line("reasoning-delta", {"id": "r", "text": "hm"}),
+             line("reasoning-end", {"id": "r"})]
+    kinds = lambda r: [p["type"] for p in r.parts]    # noqa: E731
+    # a step beginning with reasoning after a tool step; text after text
+    r = ways(codec, [*step(call, reason="tool-calls"), *step(*think, text_delta("t", "x")),
+                     *step(text_delta("u", "y"))])
+    assert kinds(r) == ["tool-invocation", "step-start", "reasoning", "text", "step-start", "text"]
+    # an empty first step opens none, nor does a step after a boundary that has nothing after it
+    r = ways(codec, [*step(), *step(), *step(text_delta("t", "x")), *step(), *step(call)])
+    assert kinds(r) == ["text", "step-start", "tool-invocation"]
+    # rolled back to the boundary, which goes too; with none, all goes (data parts too)
+    r = ways(codec, [*step(text_delta("t", "a"), call, reason="tool-calls"),
+                     *step(text_delta("u", "b"), line("data-x", data=1, run=None), reason="retry"),
+                     *step(text_delta("v", "c"))])
+    assert [(p["type"], p.get("text")) for p in r.parts] == [
+        ("text", "a"), ("tool-invocation", None), ("step-start", None), ("text", "c")]
+    r = ways(codec, [*step(*think, text_delta("t", "a"), reason="retry"), *step(text_delta("u", "b"), reason="retry"),
+                     *step(text_delta("v", "c"))])
+    assert [(p["type"], p.get("text")) for p in r.parts] == [("text", "c")]
+    # a stream without step-starts has no boundaries (a tool invocation's step-start only)
+    r = ways(codec, [text_delta("t", "a"), call, text_delta("u", "b")])
+    assert kinds(r) == ["text", "tool-invocation", "step-start", "text"]
+
+
 def test_parts_rules_mastra_builds_them_by(codec):
     """buildMessagesFromChunks' rules (tests/test_mastra_oracle.py runs Mastra's own on random
-    runs): a step-start only between a tool invocation and a text right after it; a call with a
+    runs): within a step, a step-start only between a tool invocation and a text right after it; a call with a
     result takes the result's providerExecuted and providerMetadata (the call's Responses item id
     kept); a tool error marks the first invocation of its id listed before it, with Mastra's error
     text; sources and files as Mastra writes them; a reasoning-start
@@ -2320,8 +2354,9 @@ def test_a_step_a_processor_tripped_has_no_text_and_says_its_tripwire(codec):
     assert [(st.finish_reason, st.text, st.tripwire) for st in r.steps] == [
         ("retry", "", tw), ("retry", "b", None), ("tripwire", "", {"reason": "no"}), ("stop", "d", None)]
     assert r.steps[0].to_mastra()["tripwire"] == tw and "tripwire" not in r.steps[1].to_mastra()
-    # the run's text leaves out the step tried again (test_a_step_tried_again_leaves_the_run)
-    assert r.text == "bcd" and r.tripwire is None
+    # the run's text leaves out the steps tried again, the reason says so whatever the entry
+    # holds (test_a_step_tried_again_leaves_the_run)
+    assert r.text == "cd" and r.tripwire is None
 
 
 def test_a_step_a_processor_tripped_has_its_text_back_at_the_finish(codec):
@@ -2350,11 +2385,13 @@ def test_a_step_a_processor_tripped_has_its_text_back_at_the_finish(codec):
 
 
 def test_a_step_tried_again_leaves_the_run(codec):
-    """A step a processor had tried again (its step-finish's tripwire has retry) means the agent
+    """A step a processor had tried again (its step-finish's reason is "retry") means the agent
     has output processors, and with them Mastra re-reads the run's text from its message list at
     the finish (the step is not there: the text is what came after it) and resolves the object at
     a step-finish that is no retry (the object that step resolved is dropped; one resolved in an
-    earlier step stays).  Checked against a real agent in test_mastra_server ("guarded")."""
+    earlier step stays).  Not a step whose tripwire asks for a retry past the agent's
+    maxProcessorRetries: its reason is "tripwire", and it stays.  Checked against a real agent in
+    test_mastra_server ("guarded", "retried", "twice", "stubborn")."""
     def sf(reason, text, tw=None, obj=None):
         out = [text_delta("t", text)]
         if obj is not None:
@@ -2373,8 +2410,10 @@ def test_a_step_tried_again_leaves_the_run(codec):
     assert (r.text, r.object) == ("three", {"a": 0})
     r = ways(codec, [*sf("retry", "one", again), *sf("retry", "two", again), *sf("stop", "three"), fin])
     assert r.text == "three"
-    r = ways(codec, [*sf("retry", "one", {"reason": "x", "retry": False}, {"a": 1}), *sf("stop", "two"), fin])
+    r = ways(codec, [*sf("tripwire", "one", again, {"a": 1}), *sf("stop", "two"), fin])
     assert (r.text, r.object) == ("onetwo", {"a": 1})
+    r = ways(codec, [*sf("retry", "one", None, {"a": 1}), *sf("stop", "two"), fin])
+    assert (r.text, r.object) == ("two", None)
 
 
 def test_nothing_after_a_tripwire_changes_the_run(codec):

@@ -506,6 +506,10 @@ def mastra_run(rng, rid="run-0", nested=True, goals=False):
             sf["output"]["steps"] = [{"tripwire": rng.choice([{"reason": "step blocked", "retry": False}, {}])}]
             reason = "tripwire"
             sf["stepResult"]["reason"] = reason
+        elif s < nsteps - 1 and rng.random() < 0.15:
+            # a processor had the step tried again (the message Mastra keeps rolls it back)
+            sf["output"]["steps"] = [{"tripwire": {"reason": "try again", "retry": True, "processorId": "p"}}]
+            reason = sf["stepResult"]["reason"] = "retry"
         if rng.random() < 0.2:
             sf["metadata"]["providerMetadata"] = rng.choice(_M_PMS)
         if rng.random() < 0.1:

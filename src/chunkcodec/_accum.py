@@ -312,7 +312,7 @@ class _Run:
                  "text_pm", "rdet", "srdet", "saw_reasoning", "seq", "steps", "cur", "tool_calls", "call_list", "pending",
                  "tool_args", "tool_results", "tool_errors", "sources", "files", "u", "u_max", "u_sorted", "warnings",
                  "finish_reason", "status", "finished", "suspended", "error", "tripwire", "trip", "object", "obj_state",
-                 "obj_step", "suspend_payload", "pm", "cut", "cut_next", "text_from", "procs")
+                 "obj_step", "suspend_payload", "pm", "cut", "cut_next", "text_from", "procs", "stepped")
 
     def __init__(self, acc: "AccumulatorBase", run_id: Optional[str], from_: Any) -> None:
         # (no reference back to acc: a run that holds its accumulator makes a reference cycle, and
@@ -373,6 +373,7 @@ class _Run:
         # tried again; procs: a step's tripwire said the agent has output processors (step_finish)
         self.text_from = 0
         self.procs = False
+        self.stepped = False      # a step-start arrived (the next one opens a step boundary)
         self.suspend_payload: Optional[dict] = None
         self.pm: Any = None
         # A goal chunk that continues the run truncates Mastra's run buffers: where the run's
@@ -408,7 +409,12 @@ class _Run:
 
     def step_start(self, warnings: Any) -> None:
         """A step-start: nothing for MastraModelOutput (a step is what arrives between two
-        step-finishes; its warnings are the step-finish's)."""
+        step-finishes; its warnings are the step-finish's).  The message Mastra keeps has a step
+        boundary there but at the run's first (_parts)."""
+        if self.stepped:
+            self.seq.append(("step", None))
+        else:
+            self.stepped = True
 
     def step_finish(self, reason: Any, warnings: Any, usage: Any, resp_id: Any, model_id: Any,
                     pm: Any, trip: Any = UNSET) -> None:
@@ -428,14 +434,19 @@ class _Run:
             # Mastra re-reads the run's text at the finish from its message list and gives it to the
             # last step too (result()).
             self.procs = self.procs or st.trip
-            if isinstance(st.tripwire, dict) and _truthy(st.tripwire.get("retry")):
-                # A step tried again is gone from that message list (its text is not the run's),
-                # and the runner's object promise waits for a step-finish that is not a retry (the
-                # object of a step tried again is dropped).
-                self.text_from = st.t1
-                if self.obj_state == 1 and self.obj_step == len(self.steps):
-                    self.object = None
-                    self.obj_state = 0
+        if st.reason == "retry":
+            # A processor had the step tried again (only a processor does): the loop rolls its
+            # message back, so the step is gone from that message list (its text is not the run's;
+            # its parts go, _parts), and the runner's object promise waits for a step-finish that
+            # is not a retry (the object of a step tried again is dropped).  The reason, not the
+            # tripwire's own `retry`: a processor asking for a retry past maxProcessorRetries ends
+            # the run with a "tripwire" step whose tripwire says retry, and that step stays.
+            self.procs = True
+            self.text_from = st.t1
+            self.seq.append(("retry", None))
+            if self.obj_state == 1 and self.obj_step == len(self.steps):
+                self.object = None
+                self.obj_state = 0
         if self.srdet:
             # (its parts may go on being written after this: their text is read up to r1)
             st.rdet = [[e[0], e[1], e[2][:]] for e in _js_values(self.srdet)]
@@ -942,10 +953,17 @@ class _Run:
             if r is not None:
                 results[c.payload.toolCallId] = c
         out: List[dict] = []
-        # a step-start goes before a text part that comes right after a tool invocation (Mastra
-        # inserts it once empty texts are dropped); the data parts, which Mastra adds to the
-        # message apart from the others, as they arrive, do not come between them
+        # a step-start goes before a text part that comes right after a tool invocation in the
+        # same step (buildMessagesFromChunks inserts it once empty texts are dropped); the data
+        # parts, which Mastra adds to the message apart from the others, as they arrive, do not
+        # come between them
         after_tool = False
+        # The agent loop opens each step after the first with a step boundary
+        # (MessageList.openStepBoundary): a step-start part, unless the message is empty (no
+        # boundary then) or ends in one already (that one is the boundary); a step a processor had
+        # tried again is rolled back to its boundary, which goes too (rollbackToStepBoundary), or
+        # with no boundary the message is removed whole.
+        boundary = -1
         for kind, v in self.seq:
             if kind == "span":
                 part = v        # (a _Part: typed in the .pxd, so its fields are read directly)
@@ -1025,6 +1043,17 @@ class _Run:
                 after_tool = False
             elif kind == "data":
                 out.append({"type": v.type, "data": _v(v.data)})
+            elif kind == "step":
+                if out:
+                    if out[-1]["type"] != "step-start":
+                        out.append({"type": "step-start"})
+                    boundary = len(out) - 1
+                else:
+                    boundary = -1
+                after_tool = False
+            else:           # "retry"
+                del out[max(boundary, 0):]
+                after_tool = False
         # a reasoning-start with no delta or end since: an empty part, at the end
         # (MessagePartSpans.flushSpansLeftOpen)
         for part in self.open_reasoning.values():

@@ -46,7 +46,7 @@ cdef class _Run:
     cdef public object finish_reason, status, error, tripwire, object, suspend_payload, pm, cut
     cdef public dict open_text, open_reasoning, text_pm, rdet, srdet, tool_calls, tool_args, u
     cdef public list seq, steps, call_list, tool_results, tool_errors, sources, files
-    cdef public bint saw_reasoning, finished, suspended, pending, u_sorted, cut_next, procs
+    cdef public bint saw_reasoning, finished, suspended, pending, u_sorted, cut_next, procs, stepped
     cdef public int obj_state
     cdef public Py_ssize_t u_max, obj_step, text_from
     @cython.locals(prev=_Step)
@@ -93,7 +93,7 @@ cdef class _Run:
     cpdef result(self)
     @cython.locals(p=_Part)
     cpdef dict _reasoning_entry(self, list e, _Memo dec, Py_ssize_t limit=*)
-    @cython.locals(part=_Part, out=list, results=dict, errors=dict)
+    @cython.locals(part=_Part, out=list, results=dict, errors=dict, boundary=Py_ssize_t)
     cpdef list _parts(self, _Memo dec)
 
 # The accumulator itself: its attributes are fields, not a dict (the decoder sets _current; a

@@ -5,7 +5,7 @@
 // hands MastraModelOutput.  stdout: a JSON array with, for each stream, what a client receives
 // (`wire`: each chunk of fullStream as JSON.stringify wrote it when it arrived, as the corpus was
 // recorded) and what Mastra resolved, in the shape of the corpus's .expected.json files; and
-// `parts`, the parts of the message Mastra's buildMessagesFromChunks builds of that wire.
+// `parts`, the parts of the message Mastra keeps for that wire (persistedParts).
 import { readdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
@@ -55,6 +55,64 @@ function errorOf(e) {
   return { name: e?.name, message: e?.message };
 }
 
+// The parts of the message the agent loop keeps: buildMessagesFromChunks of the stream, with the
+// loop's step boundaries (MessageList.openStepBoundary: each step after the first opens with a
+// step-start part, unless the message is empty or already ends in one) and its rollback of a step a
+// processor had tried again (rollbackToStepBoundary: back to before that step's boundary, or the
+// whole message when the step opened none).  The loop builds each step's parts apart and adds them
+// to its message; here the steps are one stream, and a source chunk marks each boundary and each
+// rollback in it (a part in stream order, which no step-start is inserted across, as none is across
+// a step's end), then is replaced by what it marks.  So is each data-* chunk that is not transient:
+// the loop adds those to its message as they arrive (the data part is {type, data}).
+const MARK = 'oracle-mark:';
+function persistedParts(chunks) {
+  const marked = [];
+  const data = [];
+  const mark = (what) => marked.push({ type: 'source', payload: { sourceType: 'url', id: MARK + what, url: MARK } });
+  let started = false;
+  for (const ch of chunks) {
+    if (ch.type === 'step-start') {
+      if (started) mark('step');
+      started = true;
+    }
+    if (typeof ch.type === 'string' && ch.type.startsWith('data-')) {
+      if (ch.transient !== true) mark(`data${data.push({ type: ch.type, data: ch.data }) - 1}`);
+      continue;
+    }
+    marked.push(ch);
+    if (ch.type === 'step-finish' && ch.payload?.stepResult?.reason === 'retry') mark('retry');
+  }
+  const msgs = buildMessagesFromChunks({ chunks: marked, messageId: 'msg-oracle' });
+  const out = [];
+  let boundary = -1;
+  for (const p of msgs.length ? msgs[0].content.parts : []) {
+    const what = p.type === 'source' && typeof p.source?.id === 'string' && p.source.id.startsWith(MARK)
+      ? p.source.id.slice(MARK.length) : null;
+    if (what === 'step') {
+      if (out.length) {
+        if (out[out.length - 1].type !== 'step-start') out.push({ type: 'step-start' });
+        boundary = out.length - 1;
+      } else {
+        boundary = -1;
+      }
+    } else if (what === 'retry') {
+      out.splice(Math.max(boundary, 0));
+    } else if (what !== null) {
+      out.push(data[+what.slice(4)]);
+    } else {
+      // (a data part, which the loop adds apart from the step's parts, does not keep a text from
+      // being after the tool invocation before it: the step-start its marker kept out)
+      if (p.type === 'text' && out.length && out[out.length - 1].type.startsWith('data-')) {
+        let k = out.length - 1;
+        while (k >= 0 && out[k].type.startsWith('data-')) k--;
+        if (k >= 0 && out[k].type === 'tool-invocation') out.push({ type: 'step-start' });
+      }
+      out.push(p);
+    }
+  }
+  return recorded(out);
+}
+
 async function run(texts) {
   const chunks = texts.map(t => JSON.parse(t));
   const stream = new ReadableStream({ start(c) { for (const ch of chunks) c.enqueue(ch); c.close(); } });
@@ -83,8 +141,7 @@ async function run(texts) {
       clearTimeout(timer);
     }
   }
-  const msgs = buildMessagesFromChunks({ chunks: res.wire.map(w => JSON.parse(w)), messageId: 'msg-oracle' });
-  res.parts = msgs.length ? recorded(msgs[0].content.parts) : [];
+  res.parts = persistedParts(res.wire.map(w => JSON.parse(w)));
   res.error = out.error ? errorOf(out.error) : null;
   res.tripwire = out.tripwire ? recorded(out.tripwire) : null;
   res.status = out.status;

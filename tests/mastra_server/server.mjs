@@ -103,6 +103,69 @@ const SCRIPTS = {
   guarded: (prompt) => JSON.stringify(prompt).includes('Say it again')
     ? [meta('resp-g2'), ...text('t', ['{"answer":', '"second"}']), finish('stop', 9, 4)]
     : [meta('resp-g1'), ...text('t', ['{"answer":', '"first"}']), finish('stop', 5, 4)],
+  // a tool step, then a text step an output processor sends back to be tried again, then the answer
+  retried: (prompt) => !hasToolResult(prompt)
+    ? [meta('resp-rt1'), ...text('a', ['Checking. ']),
+       { type: 'tool-call', toolCallId: 'c-w', toolName: 'weather', input: '{"city":"Oslo"}' }, finish('tool-calls', 5, 3)]
+    : JSON.stringify(prompt).includes('Be brief')
+      ? [meta('resp-rt3'), ...text('c', ['Brief.']), finish('stop', 7, 1)]
+      : [meta('resp-rt2'), ...text('b', ['A long ', 'answer.']), finish('stop', 6, 2)],
+  // reasoning and text sent back twice (the first step opens no step boundary in the message)
+  twice: (prompt) => {
+    const n = (JSON.stringify(prompt).match(/Try again/g) || []).length;
+    return [meta(`resp-tw${n}`), { type: 'reasoning-start', id: `r${n}` },
+      { type: 'reasoning-delta', id: `r${n}`, delta: `Thinking ${n}` }, { type: 'reasoning-end', id: `r${n}` },
+      ...text(`t${n}`, ['Answer ', `${n}`]), finish('stop', 2 + n, 3)];
+  },
+  // a retry asked for past maxProcessorRetries: the step ends in a tripwire and stays
+  stubborn: (prompt) => {
+    const n = (JSON.stringify(prompt).match(/Never good/g) || []).length;
+    return [meta(`resp-sb${n}`), ...text(`t${n}`, ['Attempt ', `${n}`]), finish('stop', 2, 2)];
+  },
+  // a tool step, then one that begins with reasoning and calls the tool again, then text: the
+  // message has a step boundary before each step after the first, whatever the step begins with
+  chain: (prompt) => {
+    const n = prompt.filter((m) => m.role === 'tool').length;
+    if (n === 0) return [meta('resp-c1'), { type: 'tool-call', toolCallId: 'c-1', toolName: 'weather', input: '{"city":"Rome"}' },
+      finish('tool-calls', 1, 1)];
+    if (n === 1) return [meta('resp-c2'), { type: 'reasoning-start', id: 'q' }, { type: 'reasoning-delta', id: 'q', delta: 'Hmm.' },
+      { type: 'reasoning-end', id: 'q' }, { type: 'tool-call', toolCallId: 'c-2', toolName: 'weather', input: '{"city":"Oslo"}' },
+      finish('tool-calls', 2, 1)];
+    return [meta('resp-c3'), ...text('t', ['Both ', 'sunny.']), finish('stop', 3, 2)];
+  },
+  // a step that finishes for a reason that is not final ("other") goes on without a tool call
+  onward: (prompt) => prompt.some((m) => m.role === 'assistant')
+    ? [meta('resp-o2'), ...text('b', ['Second ', 'part.']), finish('stop', 4, 2)]
+    : [meta('resp-o1'), { type: 'reasoning-start', id: 'r' }, { type: 'reasoning-delta', id: 'r', delta: 'Hm.' },
+       { type: 'reasoning-end', id: 'r' }, ...text('a', ['First ', 'part. ']), finish('other', 3, 2)],
+  // two text blocks interleaved, reasoning in both steps
+  interleave: (prompt) => hasToolResult(prompt)
+    ? [meta('resp-i2'), { type: 'reasoning-start', id: 'r2' }, { type: 'reasoning-delta', id: 'r2', delta: 'Again.' },
+       { type: 'reasoning-end', id: 'r2' }, ...text('z', ['Done.']), finish('stop', 5, 1)]
+    : [meta('resp-i1'), { type: 'reasoning-start', id: 'r1' }, { type: 'reasoning-delta', id: 'r1', delta: 'First.' },
+       { type: 'reasoning-end', id: 'r1' }, { type: 'text-start', id: 'x' }, { type: 'text-start', id: 'y' },
+       { type: 'text-delta', id: 'x', delta: 'ex1 ' }, { type: 'text-delta', id: 'y', delta: 'why1 ' },
+       { type: 'text-delta', id: 'x', delta: 'ex2 ' }, { type: 'text-end', id: 'x' },
+       { type: 'text-delta', id: 'y', delta: 'why2' }, { type: 'text-end', id: 'y' },
+       { type: 'tool-call', toolCallId: 'c-i', toolName: 'weather', input: '{"city":"Rome"}' }, finish('tool-calls', 4, 6)],
+  // a provider-executed tool's call and result, then text in the same step
+  provexec: () => [meta('resp-pe'),
+    { type: 'tool-call', toolCallId: 'ws-1', toolName: 'web_search', input: '{"q":"mastra"}', providerExecuted: true },
+    { type: 'tool-result', toolCallId: 'ws-1', toolName: 'web_search', result: { hits: 3 }, providerExecuted: true },
+    ...text('t', ['Found ', 'three.']), finish('stop', 8, 2)],
+  // a tool that suspends itself
+  suspending: () => [meta('resp-su'), ...text('t', ['Asking. ']),
+    { type: 'tool-call', toolCallId: 'c-s', toolName: 'confirm', input: '{"what":"x"}' }, finish('tool-calls', 4, 2)],
+  // the model stops at its token limit
+  cutoff: () => [meta('resp-co'), ...text('t', ['This is cut ', 'off']), finish('length', 3, 4)],
+  // an output processor aborts on a streamed chunk (a tripwire chunk mid-stream)
+  streamcut: () => [meta('resp-sc'), ...text('t', ['Public ', 'secret ', 'more']), finish('stop', 3, 3)],
+  // an input processor aborts before the model is called
+  inputblock: () => [meta('resp-ib'), ...text('t', ['Never']), finish('stop', 1, 1)],
+  // what the wire does not show (test_what_the_wire_does_not_show): an output processor that
+  // aborts once the run is over, and one that never trips
+  final: () => [meta('resp-fi'), ...text('t', ['All ', 'done.']), finish('stop', 3, 2)],
+  quiet: (prompt) => SCRIPTS.onward(prompt),
 };
 
 function mockModel(script) {
@@ -138,11 +201,46 @@ const removeTool = createTool({
   id: 'remove', description: 'Deletes a thing', inputSchema: z.object({ id: z.number() }), requireApproval: true,
   execute: async ({ id }) => ({ removed: id }),
 });
+const confirmTool = createTool({
+  id: 'confirm', description: 'Asks before it acts', inputSchema: z.object({ what: z.string() }),
+  suspendSchema: z.object({ reason: z.string() }), resumeSchema: z.object({ ok: z.boolean() }),
+  execute: async ({ what }, ctx) => { await ctx.agent.suspend({ reason: `confirm ${what}` }); },
+});
 const helper = new Agent({
   id: 'helper', name: 'helper', description: 'Answers what it is asked', instructions: 'You help.',
   model: mockModel(() => [meta('resp-h'), ...text('h', ['Helper ', 'says hi.']), finish('stop', 3, 2)]),
 });
 const EXTRA = {
+  retried: {
+    tools: { weather: weatherTool }, maxProcessorRetries: 2,
+    outputProcessors: [{
+      id: 'brevity',
+      processOutputStep: async ({ toolCalls, retryCount, abort }) => { if (!toolCalls?.length && !retryCount) abort('Be brief', { retry: true }); },
+    }],
+  },
+  twice: {
+    maxProcessorRetries: 3,
+    outputProcessors: [{ id: 'picky', processOutputStep: async ({ retryCount, abort }) => { if (retryCount < 2) abort('Try again', { retry: true }); } }],
+  },
+  stubborn: {
+    maxProcessorRetries: 1,
+    outputProcessors: [{ id: 'never', processOutputStep: async ({ abort }) => abort('Never good', { retry: true }) }],
+  },
+  chain: { tools: { weather: weatherTool } },
+  interleave: { tools: { weather: weatherTool } },
+  suspending: { tools: { confirm: confirmTool } },
+  streamcut: {
+    outputProcessors: [{
+      id: 'nosecrets',
+      processOutputStream: async ({ part, abort }) => {
+        if (part.type === 'text-delta' && part.payload.text.includes('secret')) abort('No secrets');
+        return part;
+      },
+    }],
+  },
+  inputblock: { inputProcessors: [{ id: 'gate', processInput: async ({ abort }) => abort('Bad input', { metadata: { k: 1 } }) }] },
+  final: { outputProcessors: [{ id: 'ender', processOutputResult: async ({ abort }) => abort('Rejected at the end') }] },
+  quiet: { outputProcessors: [{ id: 'noop', processOutputStep: async () => {} }] },
   delegating: { agents: { helper } },
   blocked: {
     outputProcessors: [{
