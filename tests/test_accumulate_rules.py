@@ -456,8 +456,10 @@ def test_the_message_has_a_boundary_at_each_step_and_loses_a_step_tried_again(co
     """What Mastra's agent loop does to the message it keeps, besides buildMessagesFromChunks: each
     step after the first opens with a step-start part (none when the message is empty, and not a
     second one in a row), and a step a processor had tried again (reason "retry") is rolled back to
-    before its boundary, or the message emptied when the step opened none.  Checked against a real
-    agent in test_mastra_server ("chain", "onward", "retried", "twice", "guarded")."""
+    before its boundary, or the message emptied when the step opened none; the data parts that came
+    while the model streamed a step go before the step's parts (the loop adds those at the step's
+    end).  Checked against real agents in test_mastra_server ("chain", "onward", "retried",
+    "twice", "guarded", "tagged", "noted")."""
     def step(*body, reason="stop"):
         return [line("step-start", {}), *body, line("step-finish", {"stepResult": {"reason": reason},
                                                                   "output": {"usage": {}}, "metadata": {}})]
@@ -484,6 +486,15 @@ def test_the_message_has_a_boundary_at_each_step_and_loses_a_step_tried_again(co
     # a stream without step-starts has no boundaries (a tool invocation's step-start only)
     r = ways(codec, [text_delta("t", "a"), call, text_delta("u", "b")])
     assert kinds(r) == ["text", "tool-invocation", "step-start", "text"]
+    # a data part that came while the model streamed the step (more text, reasoning, a call, a
+    # source or a file after it) goes before the step's parts, in the order they came; one after
+    # the model's last in the step (a tool's progress, a processor's note) where it came
+    data = lambda n: line("data-x", data=n, run=None)    # noqa: E731
+    r = ways(codec, [*step(text_delta("t", "a"), data(1), text_delta("t", "b"), call, data(2), reason="tool-calls"),
+                     *step(data(3), *think, data(4), line("source", {"id": "s", "sourceType": "url", "url": "u"}),
+                           data(5), text_delta("u", "c"), data(6))])
+    assert [p.get("data", p["type"]) for p in r.parts] == [
+        1, "text", "tool-invocation", 2, "step-start", 3, 4, 5, "reasoning", "source", "text", 6]
 
 
 def test_parts_rules_mastra_builds_them_by(codec):
@@ -524,8 +535,13 @@ def test_parts_rules_mastra_builds_them_by(codec):
     assert r.parts[7] == {"type": "reasoning", "reasoning": "", "details": [{"type": "text", "text": ""}],
                           "providerMetadata": {"p": 1}}
     # the text right after an invocation, data parts between them or not, has its step-start
+    # (a data part with the model's text after it goes before the step's parts: the rule below)
     r = ways(codec, [line("tool-call", {"toolCallId": "a", "toolName": "w", "args": {}}),
                      line("data-progress", data={"v": 1}, run=None), text_delta("t", "x")])
+    assert [p["type"] for p in r.parts] == ["data-progress", "tool-invocation", "step-start", "text"]
+    r = ways(codec, [line("tool-call", {"toolCallId": "a", "toolName": "w", "args": {}}),
+                     line("data-progress", data={"v": 1}, run=None),
+                     line("text-delta", {"id": "t", "text": "", "providerMetadata": {"p": 1}})])
     assert [p["type"] for p in r.parts] == ["tool-invocation", "data-progress", "step-start", "text"]
     # the error text: a message blank as JavaScript's trim() has it gives Mastra's fallback
     for message, text in (("\u3000\ufeff ", "Tool execution failed"), ("\x1f", "\x1f"), ("", "Tool execution failed")):

@@ -11,7 +11,8 @@ OpenAI-style provider metadata before a streamed call that needs approval; steps
 after a tool step, twice, and past the processor's retry limit; steps that begin with reasoning
 after a tool step; a step that goes on for a finish reason that is not final; interleaved text
 blocks; a provider-executed tool; a tool that suspends itself; a model cut off at its token
-limit; processors that abort on a streamed chunk and before the model is called.  Each agent's
+limit; processors that abort on a streamed chunk and before the model is called; processors
+that write data-* parts while the model streams and after each step.  Each agent's
 `POST /api/agents/:id/stream` body is read with httpx as it arrives and fed to an Accumulator
 piece by piece, on both paths; what we reassemble
 must be what the server's own MastraModelOutput resolves for the same agent, body and runId (its
@@ -98,6 +99,8 @@ AGENTS = {
     "cutoff": "Write a lot",
     "streamcut": "Tell me",
     "inputblock": "Hi",
+    "tagged": "Look it up",
+    "noted": "Look it up",
 }
 
 
@@ -170,7 +173,7 @@ def test_the_message_parts_are_those_the_server_keeps(server, codec, agent):
             assert "broken: nope" in failed["errorText"], failed
             failed["errorText"] = "broken: nope"
         assert ours == theirs
-    assert any(p["type"].startswith("data-") for p in theirs) == (agent == "tools")
+    assert any(p["type"].startswith("data-") for p in theirs) == (agent in ("tools", "tagged", "noted"))
 
 
 def test_the_scripted_runs_are_what_they_are_meant_to_be(server):
@@ -220,6 +223,9 @@ def test_the_scripted_runs_are_what_they_are_meant_to_be(server):
     assert runs["cutoff"]["finishReason"]["value"] == "length"
     assert runs["streamcut"]["tripwire"]["processorId"] == "nosecrets" and runs["streamcut"]["text"]["value"] == "Public "
     assert runs["inputblock"]["tripwire"] == {"reason": "Bad input", "metadata": {"k": 1}, "processorId": "gate"}
+    kinds = {a: [p["type"] for p in _persisted(runs[a])] for a in ("tagged", "noted")}
+    assert kinds == {"tagged": ["data-tag", "text", "tool-invocation", "step-start", "data-tag", "text"],
+                     "noted": ["text", "tool-invocation", "data-note", "step-start", "text", "data-note"]}
 
 
 def test_what_the_wire_does_not_show(server, codec):

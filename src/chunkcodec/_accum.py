@@ -312,7 +312,7 @@ class _Run:
                  "text_pm", "rdet", "srdet", "saw_reasoning", "seq", "steps", "cur", "tool_calls", "call_list", "pending",
                  "tool_args", "tool_results", "tool_errors", "sources", "files", "u", "u_max", "u_sorted", "warnings",
                  "finish_reason", "status", "finished", "suspended", "error", "tripwire", "trip", "object", "obj_state",
-                 "obj_step", "suspend_payload", "pm", "cut", "cut_next", "text_from", "procs", "stepped")
+                 "obj_step", "suspend_payload", "pm", "cut", "cut_next", "text_from", "procs", "stepped", "nmodel")
 
     def __init__(self, acc: "AccumulatorBase", run_id: Optional[str], from_: Any) -> None:
         # (no reference back to acc: a run that holds its accumulator makes a reference cycle, and
@@ -374,6 +374,7 @@ class _Run:
         self.text_from = 0
         self.procs = False
         self.stepped = False      # a step-start arrived (the next one opens a step boundary)
+        self.nmodel = 0           # tool-call, source and file chunks so far (stamp())
         self.suspend_payload: Optional[dict] = None
         self.pm: Any = None
         # A goal chunk that continues the run truncates Mastra's run buffers: where the run's
@@ -412,9 +413,16 @@ class _Run:
         step-finishes; its warnings are the step-finish's).  The message Mastra keeps has a step
         boundary there but at the run's first (_parts)."""
         if self.stepped:
-            self.seq.append(("step", None))
+            self.seq.append(("step", self.stamp()))
         else:
             self.stepped = True
+
+    def stamp(self) -> tuple:
+        """How much of what the model streams the run had: text and reasoning bytes, tool-call,
+        source and file chunks (not a chunk that adds none of these: an empty delta, a start or
+        an end).  A data-* chunk with more after it in its step came while the model was still
+        streaming the step (_parts)."""
+        return (len(self.text), len(self.rbuf), self.nmodel)
 
     def step_finish(self, reason: Any, warnings: Any, usage: Any, resp_id: Any, model_id: Any,
                     pm: Any, trip: Any = UNSET) -> None:
@@ -768,6 +776,7 @@ class _Run:
         """A tool-call chunk.  Mastra lists a call once per toolCallId: a later tool-call of an
         id already listed (the provider's, after the one Mastra made at the end of the
         arguments' streaming) only fills in what the first lacks."""
+        self.nmodel += 1
         ta = self.tool_args.get(call_id)
         if ta is not None and ta.pidx >= 0:
             # the tool-call Mastra writes right after an -end is the call it made there
@@ -962,8 +971,16 @@ class _Run:
         # (MessageList.openStepBoundary): a step-start part, unless the message is empty (no
         # boundary then) or ends in one already (that one is the boundary); a step a processor had
         # tried again is rolled back to its boundary, which goes too (rollbackToStepBoundary), or
-        # with no boundary the message is removed whole.
+        # with no boundary the message is removed whole.  The loop adds a step's parts to its
+        # message once the model's stream for the step has ended, and a data-* part as it comes:
+        # one that came while the model was still streaming the step (more of the step's text,
+        # reasoning, tool calls, sources or files after it) goes before the step's parts, after
+        # those the data parts before it put there.
         boundary = -1
+        ends = [v for kind, v in self.seq if kind == "step"]    # each step's stamp at its end
+        ends.append(self.stamp())
+        seg = 0
+        seg_start = early = 0
         for kind, v in self.seq:
             if kind == "span":
                 part = v        # (a _Part: typed in the .pxd, so its fields are read directly)
@@ -1042,7 +1059,12 @@ class _Run:
                 out.append(d)
                 after_tool = False
             elif kind == "data":
-                out.append({"type": v.type, "data": _v(v.data)})
+                d = {"type": v[0].type, "data": _v(v[0].data)}
+                if v[1] != ends[seg]:
+                    out.insert(seg_start + early, d)
+                    early += 1
+                else:
+                    out.append(d)
             elif kind == "step":
                 if out:
                     if out[-1]["type"] != "step-start":
@@ -1051,9 +1073,14 @@ class _Run:
                 else:
                     boundary = -1
                 after_tool = False
+                seg += 1
+                seg_start = len(out)
+                early = 0
             else:           # "retry"
                 del out[max(boundary, 0):]
                 after_tool = False
+                seg_start = len(out)
+                early = 0
         # a reasoning-start with no delta or end since: an empty part, at the end
         # (MessagePartSpans.flushSpansLeftOpen)
         for part in self.open_reasoning.values():
@@ -1313,6 +1340,14 @@ def _kind_of(t: type) -> Any:
     return kind
 
 
+def _has_parts(run: _Run) -> bool:
+    """Whether the run has message parts (its step boundaries and rollbacks aside)."""
+    for kind, v in run.seq:
+        if kind != "step" and kind != "retry":
+            return True
+    return False
+
+
 def _run_of(acc: "AccumulatorBase", run_id: Any, from_: Any) -> _Run:
     """The run a chunk belongs to (made at its first chunk); one without runId belongs to the
     current run.  (A function, not a method: on the native path a C call.)"""
@@ -1327,7 +1362,7 @@ def _run_of(acc: "AccumulatorBase", run_id: Any, from_: Any) -> _Run:
     run = acc._runs.get(run_id)
     if run is None:
         run = acc._runs[run_id] = _Run(acc, run_id, from_)
-        if acc._main is None or acc._main.run_id is None and not acc._main.seq:
+        if acc._main is None or acc._main.run_id is None and not _has_parts(acc._main):
             acc._main = run
     acc._current = run
     return run
@@ -1345,7 +1380,7 @@ def _other(acc: "AccumulatorBase", chunk: Any) -> None:
         handle(acc, run, chunk, getattr(chunk, "payload", UNSET))
     elif tag is None and isinstance(chunk, _c.DataChunk):
         if chunk.transient is not True:
-            run.seq.append(("data", chunk))
+            run.seq.append(("data", (chunk, run.stamp())))
 
 
 class AccumulatorBase:
@@ -1665,11 +1700,13 @@ class AccumulatorBase:
         run.sources.append(chunk)
         run.step().sources.append(chunk)
         run.seq.append(("source", chunk))
+        run.nmodel += 1
 
     def _on_file(self, run: _Run, chunk: Any, p: Any) -> None:
         run.files.append(chunk)
         run.step().files.append(chunk)
         run.seq.append(("file", chunk))
+        run.nmodel += 1
 
     def _on_object_result(self, run: _Run, chunk: Any, p: Any) -> None:
         if run.obj_state == 0:

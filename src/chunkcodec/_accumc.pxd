@@ -48,10 +48,12 @@ cdef class _Run:
     cdef public list seq, steps, call_list, tool_results, tool_errors, sources, files
     cdef public bint saw_reasoning, finished, suspended, pending, u_sorted, cut_next, procs, stepped
     cdef public int obj_state
+    cdef public Py_ssize_t nmodel
     cdef public Py_ssize_t u_max, obj_step, text_from
     @cython.locals(prev=_Step)
     cpdef _Step step(self)
     cpdef step_start(self, warnings)
+    cpdef tuple stamp(self)
     @cython.locals(st=_Step)
     cpdef step_finish(self, reason, warnings, usage, resp_id, model_id, pm, trip=*)
     @cython.locals(u=dict, fresh=list, i=Py_ssize_t)
@@ -93,7 +95,8 @@ cdef class _Run:
     cpdef result(self)
     @cython.locals(p=_Part)
     cpdef dict _reasoning_entry(self, list e, _Memo dec, Py_ssize_t limit=*)
-    @cython.locals(part=_Part, out=list, results=dict, errors=dict, boundary=Py_ssize_t)
+    @cython.locals(part=_Part, out=list, results=dict, errors=dict, boundary=Py_ssize_t, ends=list, seg=Py_ssize_t,
+                   seg_start=Py_ssize_t, early=Py_ssize_t)
     cpdef list _parts(self, _Memo dec)
 
 # The accumulator itself: its attributes are fields, not a dict (the decoder sets _current; a

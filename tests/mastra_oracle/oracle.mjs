@@ -63,20 +63,33 @@ function errorOf(e) {
 // to its message; here the steps are one stream, and a source chunk marks each boundary and each
 // rollback in it (a part in stream order, which no step-start is inserted across, as none is across
 // a step's end), then is replaced by what it marks.  So is each data-* chunk that is not transient:
-// the loop adds those to its message as they arrive (the data part is {type, data}).
+// the loop adds those to its message as they arrive (the data part is {type, data}), and a step's
+// own parts once the model's stream for it has ended, so a data part that came while the model was
+// still streaming the step (text or reasoning, a tool call, a source or a file after it in the
+// step) goes before the step's parts.
 const MARK = 'oracle-mark:';
+const MODEL = (ch) => ((ch.type === 'text-delta' || ch.type === 'reasoning-delta') && ch.payload?.text) ||
+  ch.type === 'tool-call' || ch.type === 'source' || ch.type === 'file';
 function persistedParts(chunks) {
   const marked = [];
   const data = [];
   const mark = (what) => marked.push({ type: 'source', payload: { sourceType: 'url', id: MARK + what, url: MARK } });
+  const boundary = chunks.map((ch, i) => ch.type === 'step-start' && chunks.slice(0, i).some((c) => c.type === 'step-start'));
   let started = false;
-  for (const ch of chunks) {
+  let segStart = 0;   // where the step being read begins in marked
+  for (const [i, ch] of chunks.entries()) {
     if (ch.type === 'step-start') {
       if (started) mark('step');
       started = true;
     }
+    if (boundary[i]) segStart = marked.length;
     if (typeof ch.type === 'string' && ch.type.startsWith('data-')) {
-      if (ch.transient !== true) mark(`data${data.push({ type: ch.type, data: ch.data }) - 1}`);
+      if (ch.transient === true) continue;
+      let early = false;
+      for (let j = i + 1; j < chunks.length && !boundary[j] && !early; j++) early = !!MODEL(chunks[j]);
+      mark(`data${data.push({ type: ch.type, data: ch.data }) - 1}`);
+      // (one that came while the model streamed: at the step's start, after the others put there)
+      if (early) marked.splice(segStart++, 0, marked.pop());
       continue;
     }
     marked.push(ch);
@@ -84,19 +97,19 @@ function persistedParts(chunks) {
   }
   const msgs = buildMessagesFromChunks({ chunks: marked, messageId: 'msg-oracle' });
   const out = [];
-  let boundary = -1;
+  let at = -1;        // the boundary of the step being read, or -1
   for (const p of msgs.length ? msgs[0].content.parts : []) {
     const what = p.type === 'source' && typeof p.source?.id === 'string' && p.source.id.startsWith(MARK)
       ? p.source.id.slice(MARK.length) : null;
     if (what === 'step') {
       if (out.length) {
         if (out[out.length - 1].type !== 'step-start') out.push({ type: 'step-start' });
-        boundary = out.length - 1;
+        at = out.length - 1;
       } else {
-        boundary = -1;
+        at = -1;
       }
     } else if (what === 'retry') {
-      out.splice(Math.max(boundary, 0));
+      out.splice(Math.max(at, 0));
     } else if (what !== null) {
       out.push(data[+what.slice(4)]);
     } else {

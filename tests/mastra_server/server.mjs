@@ -162,6 +162,12 @@ const SCRIPTS = {
   streamcut: () => [meta('resp-sc'), ...text('t', ['Public ', 'secret ', 'more']), finish('stop', 3, 3)],
   // an input processor aborts before the model is called
   inputblock: () => [meta('resp-ib'), ...text('t', ['Never']), finish('stop', 1, 1)],
+  // data-* parts an output processor writes while the model streams (the message has them before
+  // the step's own parts), and after each step's stream (after them)
+  tagged: (prompt) => hasToolResult(prompt) ? [meta('resp-tg2'), ...text('u', ['A', 'B']), finish('stop', 2, 2)]
+    : [meta('resp-tg1'), ...text('t', ['Look. ']),
+       { type: 'tool-call', toolCallId: 'c-m', toolName: 'weather', input: '{"city":"Oslo"}' }, finish('tool-calls', 1, 1)],
+  noted: (prompt) => SCRIPTS.tagged(prompt),
   // what the wire does not show (test_what_the_wire_does_not_show): an output processor that
   // aborts once the run is over, and one that never trips
   final: () => [meta('resp-fi'), ...text('t', ['All ', 'done.']), finish('stop', 3, 2)],
@@ -241,6 +247,21 @@ const EXTRA = {
   inputblock: { inputProcessors: [{ id: 'gate', processInput: async ({ abort }) => abort('Bad input', { metadata: { k: 1 } }) }] },
   final: { outputProcessors: [{ id: 'ender', processOutputResult: async ({ abort }) => abort('Rejected at the end') }] },
   quiet: { outputProcessors: [{ id: 'noop', processOutputStep: async () => {} }] },
+  tagged: {
+    tools: { weather: weatherTool },
+    outputProcessors: [{
+      id: 'tagger',
+      processOutputStream: async ({ part, writer }) => {
+        if (part.type === 'text-delta' && (part.payload.text === 'B' || part.payload.text === 'Look. '))
+          await writer.custom({ type: 'data-tag', data: { at: part.payload.text } });
+        return part;
+      },
+    }],
+  },
+  noted: {
+    tools: { weather: weatherTool },
+    outputProcessors: [{ id: 'noter', processOutputStep: async ({ writer, stepNumber }) => { await writer?.custom({ type: 'data-note', data: { step: stepNumber } }); } }],
+  },
   delegating: { agents: { helper } },
   blocked: {
     outputProcessors: [{
