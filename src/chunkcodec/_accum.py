@@ -312,7 +312,7 @@ class _Run:
                  "text_pm", "rdet", "srdet", "saw_reasoning", "seq", "steps", "cur", "tool_calls", "call_list", "pending",
                  "tool_args", "tool_results", "tool_errors", "sources", "files", "u", "u_max", "u_sorted", "warnings",
                  "finish_reason", "status", "finished", "suspended", "error", "tripwire", "trip", "object", "obj_state",
-                 "obj_step", "suspend_payload", "pm", "cut", "cut_next", "text_from", "procs", "stepped", "nmodel")
+                 "obj_step", "suspend_payload", "pm", "cut", "cut_next", "text_from", "procs", "stepped", "nmodel", "seg_data")
 
     def __init__(self, acc: "AccumulatorBase", run_id: Optional[str], from_: Any) -> None:
         # (no reference back to acc: a run that holds its accumulator makes a reference cycle, and
@@ -375,6 +375,7 @@ class _Run:
         self.procs = False
         self.stepped = False      # a step-start arrived (the next one opens a step boundary)
         self.nmodel = 0           # tool-call, source and file chunks so far (stamp())
+        self.seg_data = False     # a data part came since the last step boundary (step_start)
         self.suspend_payload: Optional[dict] = None
         self.pm: Any = None
         # A goal chunk that continues the run truncates Mastra's run buffers: where the run's
@@ -412,10 +413,13 @@ class _Run:
         """A step-start: nothing for MastraModelOutput (a step is what arrives between two
         step-finishes; its warnings are the step-finish's).  The message Mastra keeps has a step
         boundary there but at the run's first (_parts)."""
-        if self.stepped:
+        if not self.stepped:
+            self.stepped = True
+        elif self.seg_data:     # (its stamp: where the data parts of the step it ends go)
+            self.seg_data = False
             self.seq.append(("step", self.stamp()))
         else:
-            self.stepped = True
+            self.seq.append(("step", None))
 
     def stamp(self) -> tuple:
         """How much of what the model streams the run had: text and reasoning bytes, tool-call,
@@ -977,8 +981,7 @@ class _Run:
         # reasoning, tool calls, sources or files after it) goes before the step's parts, after
         # those the data parts before it put there.
         boundary = -1
-        ends = [v for kind, v in self.seq if kind == "step"]    # each step's stamp at its end
-        ends.append(self.stamp())
+        ends = None     # each step's stamp at its end (None: a step without data parts)
         seg = 0
         seg_start = early = 0
         for kind, v in self.seq:
@@ -1060,6 +1063,9 @@ class _Run:
                 after_tool = False
             elif kind == "data":
                 d = {"type": v[0].type, "data": _v(v[0].data)}
+                if ends is None:
+                    ends = [e for k, e in self.seq if k == "step"]
+                    ends.append(self.stamp())
                 if v[1] != ends[seg]:
                     out.insert(seg_start + early, d)
                     early += 1
@@ -1381,6 +1387,7 @@ def _other(acc: "AccumulatorBase", chunk: Any) -> None:
     elif tag is None and isinstance(chunk, _c.DataChunk):
         if chunk.transient is not True:
             run.seq.append(("data", (chunk, run.stamp())))
+            run.seg_data = True
 
 
 class AccumulatorBase:

@@ -46,7 +46,7 @@ cdef class _Run:
     cdef public object finish_reason, status, error, tripwire, object, suspend_payload, pm, cut
     cdef public dict open_text, open_reasoning, text_pm, rdet, srdet, tool_calls, tool_args, u
     cdef public list seq, steps, call_list, tool_results, tool_errors, sources, files
-    cdef public bint saw_reasoning, finished, suspended, pending, u_sorted, cut_next, procs, stepped
+    cdef public bint saw_reasoning, finished, suspended, pending, u_sorted, cut_next, procs, stepped, seg_data
     cdef public int obj_state
     cdef public Py_ssize_t nmodel
     cdef public Py_ssize_t u_max, obj_step, text_from
