@@ -2360,18 +2360,20 @@ def test_a_step_a_processor_tripped_has_no_text_and_says_its_tripwire(codec):
     tripwire with retry: Mastra's loop tries the step again), has in the last entry of
     output.steps the tripwire Mastra reads: the step's text is then "", and StepResult.tripwire
     is that entry's.  Other reasons: Mastra's loop puts none there."""
-    def sf(reason, steps, text):
-        return [text_delta("t", text), line("step-finish", {"stepResult": {"reason": reason}, "output": {
-            "usage": {}, "steps": steps}, "metadata": {"id": "m"}})]
+    def sf(reason, steps, text):        # (each step's text a part of its own, as a model writes it)
+        return [text_delta(text, text), line("text-end", {"id": text}),
+                line("step-finish", {"stepResult": {"reason": reason}, "output": {
+                    "usage": {}, "steps": steps}, "metadata": {"id": "m"}})]
     tw = {"reason": "again", "retry": True, "processorId": "p"}
     r = ways(codec, [*sf("retry", [{"text": "a"}, {"tripwire": tw}], "a"), *sf("retry", [{}], "b"),
                      *sf("tripwire", [{"tripwire": {"reason": "no"}}], "c"), *sf("stop", [], "d"),
                      line("finish", {"stepResult": {"reason": "stop"}, "output": {"usage": {}}})])
     assert [(st.finish_reason, st.text, st.tripwire) for st in r.steps] == [
-        ("retry", "", tw), ("retry", "b", None), ("tripwire", "", {"reason": "no"}), ("stop", "d", None)]
+        ("retry", "", tw), ("retry", "b", None), ("tripwire", "", {"reason": "no"}), ("stop", "cd", None)]
     assert r.steps[0].to_mastra()["tripwire"] == tw and "tripwire" not in r.steps[1].to_mastra()
-    # the run's text leaves out the steps tried again, the reason says so whatever the entry
-    # holds (test_a_step_tried_again_leaves_the_run)
+    # the run's text, read from the message at the finish, leaves out the steps tried again (the
+    # reason says so, whatever the entry holds), and the last step has that text too
+    # (test_a_step_tried_again_leaves_the_run)
     assert r.text == "cd" and r.tripwire is None
 
 
@@ -2394,9 +2396,9 @@ def test_a_step_a_processor_tripped_has_its_text_back_at_the_finish(codec):
     assert (r.text, [s.text for s in r.steps], r.finish_reason) == ("not allowed", [""], "aborted")
     tool = [text_delta("t", "a"), line("tool-call", {"toolCallId": "c", "toolName": "w", "args": {}}),
             line("step-finish", {"stepResult": {"reason": "tool-calls"}, "output": {"usage": {}}, "metadata": {}})]
-    r = ways(codec, tool + [text_delta("t", "b"), blocked])
+    r = ways(codec, tool + [text_delta("u", "b"), blocked])
     assert (r.text, [s.text for s in r.steps]) == ("", ["a", ""])
-    r = ways(codec, tool + [text_delta("t", "b"), blocked, fin])
+    r = ways(codec, tool + [text_delta("u", "b"), blocked, fin])
     assert (r.text, [s.text for s in r.steps]) == ("b", ["a", "b"])
 
 
@@ -2428,6 +2430,16 @@ def test_a_step_tried_again_leaves_the_run(codec):
     assert r.text == "three"
     r = ways(codec, [*sf("tripwire", "one", again, {"a": 1}), *sf("stop", "two"), fin])
     assert (r.text, r.object) == ("onetwo", {"a": 1})
+    # with processors the run's text is the message's text after its last tool invocation, and
+    # the last step has it too ("onagain" in test_mastra_server)
+    def step(reason, *body, tw=None):
+        return [line("step-start", {}), *body, line("step-finish", {"stepResult": {"reason": reason}, "output": {
+            "usage": {}, "steps": [{"tripwire": tw}] if tw else []}, "metadata": {"id": "m"}})]
+    def said(i, t):     # noqa: E306
+        return [text_delta(i, t), line("text-end", {"id": i})]
+    r = ways(codec, [*step("tool-calls", call), *step("other", *said("x", "X ")), *step("retry", *said("y", "Y"), tw=again),
+                     *step("stop", *said("z", "Z")), fin])
+    assert (r.text, [s.text for s in r.steps]) == ("X Z", ["", "X ", "", "X Z"])
     r = ways(codec, [*sf("retry", "one", None, {"a": 1}), *sf("stop", "two"), fin])
     assert (r.text, r.object) == ("two", None)
 

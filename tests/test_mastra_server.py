@@ -12,7 +12,9 @@ after a tool step, twice, and past the processor's retry limit; steps that begin
 after a tool step; a step that goes on for a finish reason that is not final; interleaved text
 blocks; a provider-executed tool; a tool that suspends itself; a model cut off at its token
 limit; processors that abort on a streamed chunk and before the model is called; processors
-that write data-* parts while the model streams and after each step.  Each agent's
+that write data-* parts while the model streams and after each step; after a tool step, a step
+that goes on, one sent back, then the answer; a step sent back before a call that needs
+approval.  Each agent's
 `POST /api/agents/:id/stream` body is read with httpx as it arrives and fed to an Accumulator
 piece by piece, on both paths; what we reassemble
 must be what the server's own MastraModelOutput resolves for the same agent, body and runId (its
@@ -101,6 +103,8 @@ AGENTS = {
     "inputblock": "Hi",
     "tagged": "Look it up",
     "noted": "Look it up",
+    "onagain": "Go on",
+    "backoff": "Delete thing 3",
 }
 
 
@@ -223,6 +227,9 @@ def test_the_scripted_runs_are_what_they_are_meant_to_be(server):
     assert runs["cutoff"]["finishReason"]["value"] == "length"
     assert runs["streamcut"]["tripwire"]["processorId"] == "nosecrets" and runs["streamcut"]["text"]["value"] == "Public "
     assert runs["inputblock"]["tripwire"] == {"reason": "Bad input", "metadata": {"k": 1}, "processorId": "gate"}
+    assert [s["finishReason"] for s in runs["onagain"]["steps"]["value"]] == ["tool-calls", "other", "retry", "stop"]
+    assert runs["onagain"]["text"]["value"] == "X Z" and runs["onagain"]["steps"]["value"][-1]["text"] == "X Z"
+    assert runs["backoff"]["status"] == "suspended" and runs["backoff"]["text"]["value"] == "Once.Deleting it."
     kinds = {a: [p["type"] for p in _persisted(runs[a])] for a in ("tagged", "noted")}
     assert kinds == {"tagged": ["data-tag", "text", "tool-invocation", "step-start", "data-tag", "text"],
                      "noted": ["text", "tool-invocation", "data-note", "step-start", "text", "data-note"]}

@@ -312,7 +312,7 @@ class _Run:
                  "text_pm", "rdet", "srdet", "saw_reasoning", "seq", "steps", "cur", "tool_calls", "call_list", "pending",
                  "tool_args", "tool_results", "tool_errors", "sources", "files", "u", "u_max", "u_sorted", "warnings",
                  "finish_reason", "status", "finished", "suspended", "error", "tripwire", "trip", "object", "obj_state",
-                 "obj_step", "suspend_payload", "pm", "cut", "cut_next", "text_from", "procs", "stepped", "nmodel", "seg_data")
+                 "obj_step", "suspend_payload", "pm", "cut", "cut_next", "procs", "stepped", "nmodel", "seg_data")
 
     def __init__(self, acc: "AccumulatorBase", run_id: Optional[str], from_: Any) -> None:
         # (no reference back to acc: a run that holds its accumulator makes a reference cycle, and
@@ -369,9 +369,7 @@ class _Run:
         # (by an error chunk while pending); obj_step: the steps finished when it was resolved
         self.obj_state = 0
         self.obj_step = 0
-        # where the run's text begins when no step had tool activity: past the steps a processor had
-        # tried again; procs: a step's tripwire said the agent has output processors (step_finish)
-        self.text_from = 0
+        # a step's tripwire or retry said the agent has output processors (step_finish)
         self.procs = False
         self.stepped = False      # a step-start arrived (the next one opens a step boundary)
         self.nmodel = 0           # tool-call, source and file chunks so far (stamp())
@@ -448,13 +446,13 @@ class _Run:
             self.procs = self.procs or st.trip
         if st.reason == "retry":
             # A processor had the step tried again (only a processor does): the loop rolls its
-            # message back, so the step is gone from that message list (its text is not the run's;
-            # its parts go, _parts), and the runner's object promise waits for a step-finish that
-            # is not a retry (the object of a step tried again is dropped).  The reason, not the
-            # tripwire's own `retry`: a processor asking for a retry past maxProcessorRetries ends
-            # the run with a "tripwire" step whose tripwire says retry, and that step stays.
+            # message back, so the step is gone from that message list (its parts go, _parts, and
+            # with them its text from the run's text read at the finish, result()), and the
+            # runner's object promise waits for a step-finish that is not a retry (the object of a
+            # step tried again is dropped).  The reason, not the tripwire's own `retry`: a
+            # processor asking for a retry past maxProcessorRetries ends the run with a "tripwire"
+            # step whose tripwire says retry, and that step stays.
             self.procs = True
-            self.text_from = st.t1
             self.seq.append(("retry", None))
             if self.obj_state == 1 and self.obj_step == len(self.steps):
                 self.object = None
@@ -875,17 +873,25 @@ class _Run:
         done = self.steps if trip is None else self.steps[:trip[1]]
         if cut is not None:
             done = done[cut[2]:]
-        # With output processors (a step's tripwire says so: step_finish), Mastra re-reads the text
-        # at the finish from its message list, and gives the last step that text unless the run
-        # was aborted: a step a processor's tripwire ended (its text "" so far) has its text back.
-        reread = self.procs and self.finished
-        back = done[-1] if reread and done and self.status != "canceled" else None
+        parts = self._parts(dec)
+        # With output processors (a step's tripwire or retry says so: step_finish), Mastra re-reads
+        # the run's text at the finish from its message list (resolveOutputTextSkippingCompletion-
+        # Checks: the text of its last message as the model would be sent it, that is, the text
+        # parts after the last tool invocation of the message; none without a message), and gives
+        # that text to the last step when it differs, unless the run was aborted (a step a
+        # processor's tripwire ended, its text "" so far, has its text back).
+        reread = None
+        if self.procs and self.finished and self.status != "canceled" and not self.suspended and trip is None:
+            reread = _message_text(parts)
         steps = []
         for st in done:
             ci, ri = st.calls, st.results
+            text = "" if st.trip else dec.get(tbuf, st.t0, st.t1)
+            if reread is not None and st is done[-1]:
+                text = reread
             steps.append(StepResult(
                 step_type="tool-result" if steps else "initial",
-                text="" if st.trip and st is not back else dec.get(tbuf, st.t0, st.t1),
+                text=text,
                 # (a step without reasoning, the usual one: no call)
                 reasoning_text=dec.get(rbuf, st.r0, st.r1) if st.r1 > st.r0 else "",
                 finish_reason=st.reason, usage=st.usage,
@@ -904,7 +910,7 @@ class _Run:
                 tool_calls=[], tool_results=[], tool_errors=[], usage=usage, total_usage=dict(usage),
                 finish_reason="other", object=None, sources=[], files=[], warnings=trip[3],
                 provider_metadata=None, steps=steps, error=trip[5], tripwire=trip[6], status=trip[4],
-                suspend_payload=None, parts=self._parts(dec), invalid_frames=[])
+                suspend_payload=None, parts=parts, invalid_frames=[])
         # The text: the last step's once a step had tool calls or results (Mastra leaves out the
         # narration before the tools), unless the run was suspended; everything otherwise.  Till
         # the finish, the step being written counts as the last.
@@ -914,10 +920,14 @@ class _Run:
             if st.calls or st.results:
                 tool_step = True
                 break
-        if last is not None and tool_step and not self.suspended:
-            text = "" if last.trip and not reread else dec.get(tbuf, last.t0, last.t1)
+        if reread is not None:
+            text = reread
+        elif self.procs and self.finished and self.status != "canceled" and not self.suspended:
+            text = steps[-1].text if steps else ""     # (no message: the last step's text)
+        elif last is not None and tool_step and not self.suspended:
+            text = "" if last.trip else dec.get(tbuf, last.t0, last.t1)
         else:
-            text = dec.get(tbuf, self.text_from if cut is None else max(cut[0], self.text_from))
+            text = dec.get(tbuf, 0 if cut is None else cut[0])
         usage = self.usage()
         if cut is None:
             reasoning_text = dec.get(rbuf) if self.saw_reasoning else None
@@ -936,7 +946,7 @@ class _Run:
             sources=sources, files=files,
             warnings=self.warnings, provider_metadata=self.pm, steps=steps,
             error=self.error, tripwire=self.tripwire, status=self.status,
-            suspend_payload=self.suspend_payload, parts=self._parts(dec), invalid_frames=[])
+            suspend_payload=self.suspend_payload, parts=parts, invalid_frames=[])
 
     def _reasoning_entry(self, e: list, dec: _Memo, limit: int = -1) -> dict:
         """A reasoning entry [id, providerMetadata, parts] as Mastra lists it; limit: a step's,
@@ -1097,6 +1107,22 @@ class _Run:
                     d["providerMetadata"] = pm
                 out.append(d)
         return out
+
+
+def _message_text(parts: list) -> Any:
+    """The text Mastra reads of the message those parts make (coreContentToString of its last
+    message as the model is sent it: the text parts after the last tool invocation, joined), or
+    None when there is no message (no parts)."""
+    if not parts:
+        return None
+    out = []
+    for p in parts:
+        t = p["type"]
+        if t == "tool-invocation":
+            out = []
+        elif t == "text":
+            out.append(p["text"])
+    return "".join(out)
 
 
 def _no_keys(x: Any) -> bool:

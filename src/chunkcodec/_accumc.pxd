@@ -49,7 +49,7 @@ cdef class _Run:
     cdef public bint saw_reasoning, finished, suspended, pending, u_sorted, cut_next, procs, stepped, seg_data
     cdef public int obj_state
     cdef public Py_ssize_t nmodel
-    cdef public Py_ssize_t u_max, obj_step, text_from
+    cdef public Py_ssize_t u_max, obj_step
     @cython.locals(prev=_Step)
     cpdef _Step step(self)
     cpdef step_start(self, warnings)

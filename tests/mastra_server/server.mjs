@@ -168,6 +168,20 @@ const SCRIPTS = {
     : [meta('resp-tg1'), ...text('t', ['Look. ']),
        { type: 'tool-call', toolCallId: 'c-m', toolName: 'weather', input: '{"city":"Oslo"}' }, finish('tool-calls', 1, 1)],
   noted: (prompt) => SCRIPTS.tagged(prompt),
+  // after a tool step, a step that goes on (finish reason "other"), one sent back, then the
+  // answer: with processors, the run's text is all the message's text after the tool
+  onagain: (prompt) => {
+    const n = prompt.filter((m) => m.role === 'assistant').length, again = JSON.stringify(prompt).includes('No Y');
+    if (!hasToolResult(prompt)) return [meta('resp-oa1'), { type: 'tool-call', toolCallId: 'c-q', toolName: 'weather', input: '{"city":"Oslo"}' },
+      finish('tool-calls', 1, 1)];
+    if (n === 1) return [meta('resp-oa2'), ...text('x', ['X ']), finish('other', 1, 1)];
+    return again ? [meta('resp-oa4'), ...text('z', ['Z']), finish('stop', 1, 1)] : [meta('resp-oa3'), ...text('y', ['Y']), finish('stop', 1, 1)];
+  },
+  // a step sent back, then a call that needs approval: a run left suspended has all its text
+  backoff: (prompt) => JSON.stringify(prompt).includes('Say it twice')
+    ? [meta('resp-bo2'), ...text('t', ['Deleting ', 'it.']), { type: 'tool-call', toolCallId: 'c-bo', toolName: 'remove', input: '{"id":3}' },
+       finish('tool-calls', 8, 3)]
+    : [meta('resp-bo1'), ...text('t', ['Once.']), finish('stop', 1, 1)],
   // what the wire does not show (test_what_the_wire_does_not_show): an output processor that
   // aborts once the run is over, and one that never trips
   final: () => [meta('resp-fi'), ...text('t', ['All ', 'done.']), finish('stop', 3, 2)],
@@ -247,6 +261,14 @@ const EXTRA = {
   inputblock: { inputProcessors: [{ id: 'gate', processInput: async ({ abort }) => abort('Bad input', { metadata: { k: 1 } }) }] },
   final: { outputProcessors: [{ id: 'ender', processOutputResult: async ({ abort }) => abort('Rejected at the end') }] },
   quiet: { outputProcessors: [{ id: 'noop', processOutputStep: async () => {} }] },
+  onagain: {
+    tools: { weather: weatherTool }, maxProcessorRetries: 2,
+    outputProcessors: [{ id: 'noy', processOutputStep: async ({ text, retryCount, abort }) => { if (text === 'Y' && !retryCount) abort('No Y', { retry: true }); } }],
+  },
+  backoff: {
+    tools: { remove: removeTool }, maxProcessorRetries: 2,
+    outputProcessors: [{ id: 'twice', processOutputStep: async ({ retryCount, abort }) => { if (!retryCount) abort('Say it twice', { retry: true }); } }],
+  },
   tagged: {
     tools: { weather: weatherTool },
     outputProcessors: [{
