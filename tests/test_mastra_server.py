@@ -14,7 +14,8 @@ blocks; a provider-executed tool; a tool that suspends itself; a model cut off a
 limit; processors that abort on a streamed chunk and before the model is called; processors
 that write data-* parts while the model streams and after each step; after a tool step, a step
 that goes on, one sent back, then the answer; a step sent back before a call that needs
-approval.  Each agent's
+approval; a processor that rewrites the streamed text; arguments the tool's schema refuses; two
+calls in a step, one needing approval; redacted reasoning.  Each agent's
 `POST /api/agents/:id/stream` body is read with httpx as it arrives and fed to an Accumulator
 piece by piece, on both paths; what we reassemble
 must be what the server's own MastraModelOutput resolves for the same agent, body and runId (its
@@ -105,6 +106,10 @@ AGENTS = {
     "noted": "Look it up",
     "onagain": "Go on",
     "backoff": "Delete thing 3",
+    "redact": "Tell me the plan",
+    "badargs": "Weather?",
+    "twocalls": "Weather, then delete 1",
+    "redacted": "Think in secret",
 }
 
 
@@ -230,6 +235,11 @@ def test_the_scripted_runs_are_what_they_are_meant_to_be(server):
     assert [s["finishReason"] for s in runs["onagain"]["steps"]["value"]] == ["tool-calls", "other", "retry", "stop"]
     assert runs["onagain"]["text"]["value"] == "X Z" and runs["onagain"]["steps"]["value"][-1]["text"] == "X Z"
     assert runs["backoff"]["status"] == "suspended" and runs["backoff"]["text"]["value"] == "Once.Deleting it."
+    assert runs["redact"]["text"]["value"] == "my ****** plan"
+    (bad,) = runs["badargs"]["toolResults"]["value"]          # (the refusal is the tool's result)
+    assert "validationErrors" in json.dumps(bad["payload"]["result"]) and runs["badargs"]["text"]["value"] == "Oops."
+    assert runs["twocalls"]["status"] == "suspended" and runs["twocalls"]["suspendPayload"]["toolCallId"] == "c-r1"
+    assert [p["type"] for p in _persisted(runs["redacted"])] == ["reasoning", "text"]
     kinds = {a: [p["type"] for p in _persisted(runs[a])] for a in ("tagged", "noted")}
     assert kinds == {"tagged": ["data-tag", "text", "tool-invocation", "step-start", "data-tag", "text"],
                      "noted": ["text", "tool-invocation", "data-note", "step-start", "text", "data-note"]}
@@ -264,6 +274,23 @@ def test_what_the_wire_does_not_show(server, codec):
                 {k: v for k, v in got["steps"][-1].items() if k != "text"}
             assert {"lastStepText": want["steps"][-1]["text"]} == theirs
             assert {"lastStepText": got["steps"][-1]["text"]} == ours
+
+
+def test_a_part_repeated_in_a_later_step(server, codec):
+    """Where we part from the server on purpose: its message list merges each step's parts into
+    the message by content (MessageMerger.pushNewPart: a part whose text, reasoning, file or data
+    the message already holds as often is not added), so a step that repeats a text of an
+    earlier step word for word loses it there; we keep it, as the stream has it (README,
+    "parts").  The run's fields agree."""
+    body = {"messages": "Go", "runId": "run-repeats"}
+    with httpx.stream("POST", f"{server}/api/agents/repeats/stream", json=body, timeout=60) as r:
+        out = _run(codec.accumulate(r.iter_raw()), body["runId"])
+    exp = httpx.post(f"{server}/expected/repeats", json=body, timeout=60).json()
+    want, got = _ids_alike(expected_view(exp)), _ids_alike(actual_view(out, exp))
+    assert got == want and [s["text"] for s in want["steps"]] == ["Again. ", "Again. "]
+    ours, theirs = _ids_alike(out.parts), _ids_alike(_persisted(exp))
+    assert [p["type"] for p in ours] == ["text", "tool-invocation", "step-start", "text", "tool-invocation"]
+    assert theirs == ours[:3] + ours[4:]
 
 
 def test_the_readme_reads_an_agent_so(server):

@@ -182,6 +182,20 @@ const SCRIPTS = {
     ? [meta('resp-bo2'), ...text('t', ['Deleting ', 'it.']), { type: 'tool-call', toolCallId: 'c-bo', toolName: 'remove', input: '{"id":3}' },
        finish('tool-calls', 8, 3)]
     : [meta('resp-bo1'), ...text('t', ['Once.']), finish('stop', 1, 1)],
+  // an output processor that rewrites the streamed text
+  redact: () => [meta('resp-rd'), ...text('t', ['my secret ', 'plan']), finish('stop', 2, 2)],
+  // arguments the tool's schema refuses
+  badargs: (prompt) => hasToolResult(prompt) ? [meta('resp-ba2'), ...text('t', ['Oops.']), finish('stop', 1, 1)]
+    : [meta('resp-ba1'), { type: 'tool-call', toolCallId: 'c-bad', toolName: 'weather', input: '{"town":3}' }, finish('tool-calls', 1, 1)],
+  // two calls in a step, one of them needing approval
+  twocalls: () => [meta('resp-tc'), { type: 'tool-call', toolCallId: 'c-w1', toolName: 'weather', input: '{"city":"Oslo"}' },
+    { type: 'tool-call', toolCallId: 'c-r1', toolName: 'remove', input: '{"id":1}' }, finish('tool-calls', 1, 1)],
+  // redacted reasoning
+  redacted: () => [meta('resp-rr'), { type: 'reasoning-start', id: 'r', providerMetadata: { anthropic: { redactedData: 'abc' } } },
+    { type: 'reasoning-end', id: 'r' }, ...text('t', ['Hi.']), finish('stop', 1, 1)],
+  // the same text in two steps, the run stopped by maxSteps (test_a_part_repeated_in_a_later_step)
+  repeats: (prompt) => [meta('resp-rp'), ...text('t', ['Again. ']),
+    { type: 'tool-call', toolCallId: `c-${prompt.length}`, toolName: 'weather', input: '{"city":"Oslo"}' }, finish('tool-calls', 1, 1)],
   // what the wire does not show (test_what_the_wire_does_not_show): an output processor that
   // aborts once the run is over, and one that never trips
   final: () => [meta('resp-fi'), ...text('t', ['All ', 'done.']), finish('stop', 3, 2)],
@@ -261,6 +275,16 @@ const EXTRA = {
   inputblock: { inputProcessors: [{ id: 'gate', processInput: async ({ abort }) => abort('Bad input', { metadata: { k: 1 } }) }] },
   final: { outputProcessors: [{ id: 'ender', processOutputResult: async ({ abort }) => abort('Rejected at the end') }] },
   quiet: { outputProcessors: [{ id: 'noop', processOutputStep: async () => {} }] },
+  redact: {
+    outputProcessors: [{
+      id: 'redactor',
+      processOutputStream: async ({ part }) => (part.type === 'text-delta'
+        ? { ...part, payload: { ...part.payload, text: part.payload.text.replace('secret', '******') } } : part),
+    }],
+  },
+  badargs: { tools: { weather: weatherTool } },
+  twocalls: { tools: { weather: weatherTool, remove: removeTool } },
+  repeats: { tools: { weather: weatherTool }, defaultOptions: { maxSteps: 2 } },
   onagain: {
     tools: { weather: weatherTool }, maxProcessorRetries: 2,
     outputProcessors: [{ id: 'noy', processOutputStep: async ({ text, retryCount, abort }) => { if (text === 'Y' && !retryCount) abort('No Y', { retry: true }); } }],
