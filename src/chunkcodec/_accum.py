@@ -969,7 +969,8 @@ class _Run:
         return d
 
     def _parts(self, dec: _Memo) -> List[dict]:
-        """The parts of the message Mastra persists (``buildMessagesFromChunks``)."""
+        """The parts of the message Mastra persists (``buildMessagesFromChunks``, with the agent
+        loop's step boundaries and rollbacks, and its data parts where it puts them)."""
         results = {}
         for c in self.tool_results:
             r = _v(c.payload.result)
