@@ -376,6 +376,12 @@ def test_nested_sub_agent_chunks_do_not_leak_into_the_parent(codec):
     assert r.text == "outer" and r.run_id == RUN
     runs = {x.run_id: x for x in codec.accumulate(b"\n".join(r_lines))}
     assert runs["sub"].text == "inner" and runs[RUN].text == "outer"
+    # an agent's chunks a workflow step writes come nested in workflow-step-output: its own run
+    # too; a step's own output (no runId) is no chunk of any run
+    wf = [line("workflow-step-output", {"stepName": "s", "output": {"type": "step-progress", "pct": 5}}, run="wf"),
+          line("workflow-step-output", {"stepName": "s", "output": sub, "runId": "wf"}, run="wf")]
+    runs = {x.run_id: x for x in codec.accumulate(b"\n".join(wf))}
+    assert set(runs) == {"wf", "sub"} and (runs["sub"].text, runs["wf"].text, runs["wf"].parts) == ("inner", "", [])
 
 
 def test_chunks_without_run_id_go_to_the_run_before_them(codec):

@@ -20,7 +20,8 @@ calls in a step, one needing approval; redacted reasoning.  Each agent's
 piece by piece, on both paths; what we reassemble
 must be what the server's own MastraModelOutput resolves for the same agent, body and runId (its
 /expected route), every field the corpus's expected files record (the ids Mastra draws at random
-aside); and our message parts are held to the message the server keeps.
+aside); and our message parts are held to the message the server keeps.  A workflow whose step
+runs an agent is streamed too (its records ended by 0x1E), the agent's run nested in it.
 
 Needs node and npm (the packages are installed once, from the npm registry); skipped without them
 unless CHUNKCODEC_REQUIRE_ORACLE is set, as .ci/run sets it.
@@ -291,6 +292,35 @@ def test_a_part_repeated_in_a_later_step(server, codec):
     ours, theirs = _ids_alike(out.parts), _ids_alike(_persisted(exp))
     assert [p["type"] for p in ours] == ["text", "tool-invocation", "step-start", "text", "tool-invocation"]
     assert theirs == ours[:3] + ours[4:]
+
+
+def test_a_workflow_streamed_over_http_gives_its_agents_run(server, codec):
+    """A workflow's stream (records ended by 0x1E, the framing told from the first bytes) read
+    piece by piece as it arrives: every record decodes to its typed chunk and encodes back to its
+    exact bytes; and the agent a step runs, whose chunks come nested in workflow-step-output,
+    reassembles as its own run to what its MastraModelOutput resolved in the server (the step
+    returns that), every field the corpus records, and the workflow's run stays empty."""
+    acc, raw, wf = codec.Accumulator(), bytearray(), f"wf-{codec.name}"   # (a workflow run id is used once)
+    with httpx.stream("POST", f"{server}/api/workflows/shout/stream?runId={wf}",
+                      json={"inputData": {"text": "What is the weather in Paris?"}}, timeout=60) as r:
+        assert r.status_code == 200
+        for piece in r.iter_raw():
+            raw += piece
+            acc.feed(piece)
+    acc.close()
+    records = [x for x in bytes(raw).split(b"\x1e") if x]
+    chunks = list(codec.iter_chunks(bytes(raw)))
+    assert len(chunks) == len(records) > 10
+    for rec, chunk in zip(records, chunks):
+        assert type(chunk).__name__.startswith("Workflow") and codec.encode(chunk, "rs") == rec + b"\x1e"
+    (step,) = [c for c in chunks if type(c).__name__ == "WorkflowStepResult" and c.payload.id == "ask"]
+    agent_run, exp = step.payload.output["runId"], step.payload.output["resolved"]
+    runs = acc.results()
+    assert list(runs) == [wf, agent_run] and not acc.result().invalid_frames
+    assert (runs[wf].text, runs[wf].steps, runs[wf].parts) == ("", [], [])
+    out = runs[agent_run]
+    assert actual_view(out, exp) == expected_view(exp) and out.text == "It is sunny in Paris, 21.5°C ☀️."
+    assert {r.run_id: r.to_mastra() for r in codec.accumulate(bytes(raw))} == {k: v.to_mastra() for k, v in runs.items()}
 
 
 def test_the_readme_reads_an_agent_so(server):

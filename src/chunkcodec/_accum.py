@@ -1730,6 +1730,11 @@ class AccumulatorBase:
     def _on_tool_output(self, run: _Run, chunk: Any, p: Any) -> None:
         self._nested(run, _v(p.output))
 
+    def _on_workflow_step_output(self, run: _Run, chunk: Any, p: Any) -> None:
+        # (an agent a workflow step runs writes its chunks to the step's writer: they come nested
+        # here, as a sub-agent's come in tool-output)
+        self._nested(run, _v(p.output))
+
     def _on_source(self, run: _Run, chunk: Any, p: Any) -> None:
         run.sources.append(chunk)
         run.step().sources.append(chunk)
@@ -1768,7 +1773,8 @@ class AccumulatorBase:
             run.finish_reason = "suspended"
 
     def _nested(self, parent: _Run, out: Any) -> None:
-        """A sub-agent's chunk carried in tool-output belongs to its own run, not the parent's."""
+        """A sub-agent's chunk carried in tool-output (or an agent's in a workflow's
+        workflow-step-output) belongs to its own run, not the parent's."""
         if not isinstance(out, dict) or not isinstance(out.get("type"), str):
             return
         rid = out.get("runId")
@@ -1898,6 +1904,7 @@ _HANDLERS: Dict[str, Any] = {
     "tool-call-input-streaming-end": AccumulatorBase._on_tool_input_end,
     "tool-call": AccumulatorBase._on_tool_call, "tool-result": AccumulatorBase._on_tool_result,
     "tool-error": AccumulatorBase._on_tool_error, "tool-output": AccumulatorBase._on_tool_output,
+    "workflow-step-output": AccumulatorBase._on_workflow_step_output,
     "goal": AccumulatorBase._on_goal,
     "source": AccumulatorBase._on_source, "file": AccumulatorBase._on_file,
     "object-result": AccumulatorBase._on_object_result, "error": AccumulatorBase._on_error,

@@ -4,7 +4,7 @@
 // run is the same each time; the agent loop, the tools, the HTTP routes and the SSE writer are
 // unmodified Mastra.
 //
-// Besides Mastra's own routes (POST /api/agents/:id/stream), one route of ours:
+// Besides Mastra's own routes (POST /api/agents/:id/stream, and a workflow's), one route of ours:
 // POST /expected/:id runs the same agent in this process, with the same body, and answers what its
 // MastraModelOutput resolved, in the shape of the corpus's .expected.json files (as
 // tests/mastra_oracle/oracle.mjs records it): the truth the test holds our accumulation to; and,
@@ -14,6 +14,7 @@ import { Hono } from 'hono';
 import { Mastra } from '@mastra/core/mastra';
 import { Agent } from '@mastra/core/agent';
 import { createTool } from '@mastra/core/tools';
+import { createStep, createWorkflow } from '@mastra/core/workflows';
 import { MastraServer } from '@mastra/hono';
 import { z } from 'zod';
 
@@ -330,7 +331,28 @@ const EXTRA = {
 const agents = Object.fromEntries(Object.entries(SCRIPTS).map(([id, script]) => [id, new Agent({
   id, name: id, instructions: 'You are a test agent.', model: mockModel(script), ...EXTRA[id],
 })]));
-const mastra = new Mastra({ agents: { ...agents, helper }, logger: false });
+// A workflow (POST /api/workflows/shout/stream, records ended by 0x1E): a step that writes its
+// progress, then one that runs the weather agent and writes the agent's chunks to its own writer
+// (they come nested in workflow-step-output) and returns what the agent's output resolved.
+const upper = createStep({
+  id: 'upper', inputSchema: z.object({ text: z.string() }), outputSchema: z.object({ text: z.string() }),
+  execute: async ({ inputData, writer }) => {
+    await writer.write({ type: 'step-progress', pct: 50 });
+    return { text: inputData.text.toUpperCase() };
+  },
+});
+const ask = createStep({
+  id: 'ask', inputSchema: z.object({ text: z.string() }), outputSchema: z.object({ runId: z.string(), resolved: z.any() }),
+  execute: async ({ inputData, mastra: m, writer }) => {
+    const out = await m.getAgent('weather').stream(inputData.text);
+    await out.fullStream.pipeTo(writer);
+    return { runId: out.runId, resolved: await resolved(out) };
+  },
+});
+const shout = createWorkflow({
+  id: 'shout', inputSchema: z.object({ text: z.string() }), outputSchema: z.object({ runId: z.string(), resolved: z.any() }),
+}).then(upper).then(ask).commit();
+const mastra = new Mastra({ agents: { ...agents, helper }, workflows: { shout }, logger: false });
 
 const FIELDS = ['text', 'reasoningText', 'reasoning', 'toolCalls', 'toolResults', 'usage', 'totalUsage',
   'finishReason', 'object', 'sources', 'files', 'warnings', 'providerMetadata', 'steps'];
@@ -359,6 +381,12 @@ app.post('/expected/:id', async (c) => {
   const body = await c.req.json();
   const out = await mastra.getAgent(c.req.param('id')).stream(body.messages, { runId: body.runId });
   await out.consumeStream();
+  return c.json(await resolved(out));
+});
+await new MastraServer({ app, mastra }).init();
+
+// What a MastraModelOutput resolved, in the shape of the corpus's .expected.json files.
+async function resolved(out) {
   const res = {};
   for (const f of FIELDS) {
     try {
@@ -374,9 +402,8 @@ app.post('/expected/:id', async (c) => {
   res.dbMessages = recorded(out.messageList.get.response.db());
   // (as the corpus records it: the value, for a suspended run only)
   if (out.status === 'suspended') res.suspendPayload = recorded(await out.suspendPayload);
-  return c.json(res);
-});
-await new MastraServer({ app, mastra }).init();
+  return res;
+}
 
 const server = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 }, (info) => {
   process.stdout.write(`listening ${info.port}\n`);
