@@ -15,7 +15,9 @@ limit; processors that abort on a streamed chunk and before the model is called;
 that write data-* parts while the model streams and after each step; after a tool step, a step
 that goes on, one sent back, then the answer; a step sent back before a call that needs
 approval; a processor that rewrites the streamed text; arguments the tool's schema refuses; two
-calls in a step, one needing approval; redacted reasoning.  Each agent's
+calls in a step, one needing approval; redacted reasoning; tool arguments that are not JSON; a
+provider error after a tool step; a tool that yields as it goes; a reasoning step sent back.
+Each agent's
 `POST /api/agents/:id/stream` body is read with httpx as it arrives and fed to an Accumulator
 piece by piece, on both paths; what we reassemble
 must be what the server's own MastraModelOutput resolves for the same agent, body and runId (its
@@ -111,6 +113,10 @@ AGENTS = {
     "badargs": "Weather?",
     "twocalls": "Weather, then delete 1",
     "redacted": "Think in secret",
+    "malformed": "Weather?",
+    "lateerr": "Weather in Rome?",
+    "gentool": "Count to two",
+    "reasontool": "Think, then look it up",
 }
 
 
@@ -174,9 +180,10 @@ def test_the_message_parts_are_those_the_server_keeps(server, codec, agent):
         out = _run(codec.accumulate(r.iter_raw()), body["runId"])
     exp = httpx.post(f"{server}/expected/{agent}", json=body, timeout=60).json()
     ours, theirs = _ids_alike(out.parts), _ids_alike(_persisted(exp))
-    if agent == "failing":
-        assert theirs == ours + [{"type": "error", "error": {"name": "ProviderError",
-                                                            "message": "upstream closed the stream"}}]
+    if agent in ("failing", "lateerr"):
+        error = {"name": "ProviderError", "message": "upstream closed the stream"} if agent == "failing" else \
+            {"name": "Error", "message": "boom late"}
+        assert theirs == ours + [{"type": "error", "error": error}]
     else:
         if agent == "tools":
             (failed,) = [p["toolInvocation"] for p in ours if p.get("toolInvocation", {}).get("toolCallId") == "c-b"]
@@ -241,6 +248,10 @@ def test_the_scripted_runs_are_what_they_are_meant_to_be(server):
     assert "validationErrors" in json.dumps(bad["payload"]["result"]) and runs["badargs"]["text"]["value"] == "Oops."
     assert runs["twocalls"]["status"] == "suspended" and runs["twocalls"]["suspendPayload"]["toolCallId"] == "c-r1"
     assert [p["type"] for p in _persisted(runs["redacted"])] == ["reasoning", "text"]
+    assert runs["malformed"]["toolCalls"]["value"][0]["payload"]["args"] == {}      # (not JSON: Mastra's {})
+    assert runs["lateerr"]["status"] == "failed" and runs["lateerr"]["error"]["message"] == "boom late"
+    assert [r["payload"]["toolCallId"] for r in runs["gentool"]["toolResults"]["value"]] == ["c-gt"]
+    assert [s["finishReason"] for s in runs["reasontool"]["steps"]["value"]] == ["tool-calls", "retry", "stop"]
     kinds = {a: [p["type"] for p in _persisted(runs[a])] for a in ("tagged", "noted")}
     assert kinds == {"tagged": ["data-tag", "text", "tool-invocation", "step-start", "data-tag", "text"],
                      "noted": ["text", "tool-invocation", "data-note", "step-start", "text", "data-note"]}

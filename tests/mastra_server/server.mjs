@@ -197,6 +197,24 @@ const SCRIPTS = {
   // the same text in two steps, the run stopped by maxSteps (test_a_part_repeated_in_a_later_step)
   repeats: (prompt) => [meta('resp-rp'), ...text('t', ['Again. ']),
     { type: 'tool-call', toolCallId: `c-${prompt.length}`, toolName: 'weather', input: '{"city":"Oslo"}' }, finish('tool-calls', 1, 1)],
+  // tool arguments that are not JSON
+  malformed: (prompt) => hasToolResult(prompt) ? [meta('resp-mf2'), ...text('t', ['Hm.']), finish('stop', 1, 1)]
+    : [meta('resp-mf1'), { type: 'tool-input-start', id: 'c-mf', toolName: 'weather' },
+       { type: 'tool-input-delta', id: 'c-mf', delta: '{"city":' }, { type: 'tool-input-end', id: 'c-mf' },
+       { type: 'tool-call', toolCallId: 'c-mf', toolName: 'weather', input: '{"city":' }, finish('tool-calls', 1, 1)],
+  // a provider error in the step after a tool step
+  lateerr: (prompt) => hasToolResult(prompt) ? [meta('resp-le2'), ...text('t', ['Half ']), { type: 'error', error: new Error('boom late') }]
+    : [meta('resp-le1'), { type: 'tool-call', toolCallId: 'c-le', toolName: 'weather', input: '{"city":"Rome"}' }, finish('tool-calls', 1, 1)],
+  // a tool that yields as it goes (a generator)
+  gentool: (prompt) => hasToolResult(prompt) ? [meta('resp-gt2'), ...text('t', ['Streamed.']), finish('stop', 1, 1)]
+    : [meta('resp-gt1'), { type: 'tool-call', toolCallId: 'c-gt', toolName: 'counter', input: '{"n":2}' }, finish('tool-calls', 1, 1)],
+  // reasoning before a tool call, then a reasoning step sent back once
+  reasontool: (prompt) => hasToolResult(prompt)
+    ? [meta('resp-rs2'), { type: 'reasoning-start', id: 'b' }, { type: 'reasoning-delta', id: 'b', delta: 'Second thought.' },
+       { type: 'reasoning-end', id: 'b' }, ...text('t', ['Ok.']), finish('stop', 1, 1)]
+    : [meta('resp-rs1'), { type: 'reasoning-start', id: 'a' }, { type: 'reasoning-delta', id: 'a', delta: 'First thought.' },
+       { type: 'reasoning-end', id: 'a' }, { type: 'tool-call', toolCallId: 'c-rt', toolName: 'weather', input: '{"city":"Rome"}' },
+       finish('tool-calls', 1, 1)],
   // what the wire does not show (test_what_the_wire_does_not_show): an output processor that
   // aborts once the run is over, and one that never trips
   final: () => [meta('resp-fi'), ...text('t', ['All ', 'done.']), finish('stop', 3, 2)],
@@ -241,6 +259,13 @@ const confirmTool = createTool({
   suspendSchema: z.object({ reason: z.string() }), resumeSchema: z.object({ ok: z.boolean() }),
   execute: async ({ what }, ctx) => { await ctx.agent.suspend({ reason: `confirm ${what}` }); },
 });
+const counterTool = createTool({
+  id: 'counter', description: 'Counts, yielding as it goes', inputSchema: z.object({ n: z.number() }),
+  execute: async function* ({ n }) {
+    for (let i = 1; i <= n; i++) yield { at: i };
+    return { done: n };
+  },
+});
 const helper = new Agent({
   id: 'helper', name: 'helper', description: 'Answers what it is asked', instructions: 'You help.',
   model: mockModel(() => [meta('resp-h'), ...text('h', ['Helper ', 'says hi.']), finish('stop', 3, 2)]),
@@ -284,6 +309,15 @@ const EXTRA = {
     }],
   },
   badargs: { tools: { weather: weatherTool } },
+  malformed: { tools: { weather: weatherTool } },
+  lateerr: { tools: { weather: weatherTool } },
+  gentool: { tools: { counter: counterTool } },
+  reasontool: {
+    tools: { weather: weatherTool }, maxProcessorRetries: 1,
+    outputProcessors: [{
+      id: 'rethink', processOutputStep: async ({ retryCount, abort, stepNumber }) => { if (stepNumber === 1 && !retryCount) abort('Again', { retry: true }); },
+    }],
+  },
   twocalls: { tools: { weather: weatherTool, remove: removeTool } },
   repeats: { tools: { weather: weatherTool }, defaultOptions: { maxSteps: 2 } },
   onagain: {
