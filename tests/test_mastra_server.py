@@ -134,6 +134,15 @@ def _run(runs, run_id):
     return run
 
 
+def _served(server, codec, agent, messages):
+    """The agent's run read from its HTTP stream as it arrives (accumulate()), and what the same
+    agent, body and runId resolve to in the server (its /expected route)."""
+    body = {"messages": messages, "runId": f"run-{agent}"}
+    with httpx.stream("POST", f"{server}/api/agents/{agent}/stream", json=body, timeout=60) as r:
+        out = _run(codec.accumulate(r.iter_raw()), body["runId"])
+    return out, httpx.post(f"{server}/expected/{agent}", json=body, timeout=60).json()
+
+
 @pytest.mark.parametrize("agent", AGENTS)
 def test_an_agent_streamed_over_http_reassembles_as_the_server_resolves_it(server, codec, agent):
     body = {"messages": AGENTS[agent], "runId": f"run-{agent}"}
@@ -175,10 +184,7 @@ def test_the_message_parts_are_those_the_server_keeps(server, codec, agent):
     it knows (README, "parts"): a model error is an error part there; a tool error's errorText is
     the Error's message, which JSON leaves out of the tool-error chunk (a message is no own
     enumerable property)."""
-    body = {"messages": AGENTS[agent], "runId": f"run-{agent}"}
-    with httpx.stream("POST", f"{server}/api/agents/{agent}/stream", json=body, timeout=60) as r:
-        out = _run(codec.accumulate(r.iter_raw()), body["runId"])
-    exp = httpx.post(f"{server}/expected/{agent}", json=body, timeout=60).json()
+    out, exp = _served(server, codec, agent, AGENTS[agent])
     ours, theirs = _ids_alike(out.parts), _ids_alike(_persisted(exp))
     if agent in ("failing", "lateerr"):
         error = {"name": "ProviderError", "message": "upstream closed the stream"} if agent == "failing" else \
@@ -270,10 +276,7 @@ def test_what_the_wire_does_not_show(server, codec):
                        "tripwire": {"reason": "Rejected at the end", "processorId": "ender"}},
              {"text": "All done.", "finishReason": "stop", "tripwire": None}),
             ("quiet", {"lastStepText": "First part. Second part."}, {"lastStepText": "Second part."})):
-        body = {"messages": "Go", "runId": f"run-{agent}"}
-        with httpx.stream("POST", f"{server}/api/agents/{agent}/stream", json=body, timeout=60) as r:
-            out = _run(codec.accumulate(r.iter_raw()), body["runId"])
-        exp = httpx.post(f"{server}/expected/{agent}", json=body, timeout=60).json()
+        out, exp = _served(server, codec, agent, "Go")
         want, got = _ids_alike(expected_view(exp)), _ids_alike(actual_view(out, exp))
         differ = {f for f in want if got[f] != want[f]}
         if agent == "final":
@@ -294,10 +297,7 @@ def test_a_part_repeated_in_a_later_step(server, codec):
     the message already holds as often is not added), so a step that repeats a text of an
     earlier step word for word loses it there; we keep it, as the stream has it (README,
     "parts").  The run's fields agree."""
-    body = {"messages": "Go", "runId": "run-repeats"}
-    with httpx.stream("POST", f"{server}/api/agents/repeats/stream", json=body, timeout=60) as r:
-        out = _run(codec.accumulate(r.iter_raw()), body["runId"])
-    exp = httpx.post(f"{server}/expected/repeats", json=body, timeout=60).json()
+    out, exp = _served(server, codec, "repeats", "Go")
     want, got = _ids_alike(expected_view(exp)), _ids_alike(actual_view(out, exp))
     assert got == want and [s["text"] for s in want["steps"]] == ["Again. ", "Again. "]
     ours, theirs = _ids_alike(out.parts), _ids_alike(_persisted(exp))

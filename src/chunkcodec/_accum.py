@@ -880,9 +880,8 @@ class _Run:
         # parts after the last tool invocation of the message; none without a message), and gives
         # that text to the last step when it differs, unless the run was aborted (a step a
         # processor's tripwire ended, its text "" so far, has its text back).
-        reread = None
-        if self.procs and self.finished and self.status != "canceled" and not self.suspended and trip is None:
-            reread = _message_text(parts)
+        rereads = self.procs and self.finished and self.status != "canceled" and not self.suspended
+        reread = _message_text(parts) if rereads and trip is None else None
         steps = []
         for st in done:
             ci, ri = st.calls, st.results
@@ -920,10 +919,8 @@ class _Run:
             if st.calls or st.results:
                 tool_step = True
                 break
-        if reread is not None:
-            text = reread
-        elif self.procs and self.finished and self.status != "canceled" and not self.suspended:
-            text = steps[-1].text if steps else ""     # (no message: the last step's text)
+        if rereads:     # (no message: the last step's text)
+            text = reread if reread is not None else steps[-1].text if steps else ""
         elif last is not None and tool_step and not self.suspended:
             text = "" if last.trip else dec.get(tbuf, last.t0, last.t1)
         else:

@@ -74,15 +74,19 @@ function persistedParts(chunks) {
   const marked = [];
   const data = [];
   const mark = (what) => marked.push({ type: 'source', payload: { sourceType: 'url', id: MARK + what, url: MARK } });
-  const boundary = chunks.map((ch, i) => ch.type === 'step-start' && chunks.slice(0, i).some((c) => c.type === 'step-start'));
   let started = false;
+  const boundary = chunks.map((ch) => {    // each step-start but the first
+    if (ch.type !== 'step-start') return false;
+    const b = started;
+    started = true;
+    return b;
+  });
   let segStart = 0;   // where the step being read begins in marked
   for (const [i, ch] of chunks.entries()) {
-    if (ch.type === 'step-start') {
-      if (started) mark('step');
-      started = true;
+    if (boundary[i]) {
+      mark('step');
+      segStart = marked.length;
     }
-    if (boundary[i]) segStart = marked.length;
     if (typeof ch.type === 'string' && ch.type.startsWith('data-')) {
       if (ch.transient === true) continue;
       let early = false;
