@@ -464,8 +464,10 @@ def test_the_message_has_a_boundary_at_each_step_and_loses_a_step_tried_again(co
     second one in a row), and a step a processor had tried again (reason "retry") is rolled back to
     before its boundary, or the message emptied when the step opened none; the data parts that came
     while the model streamed a step go before the step's parts (the loop adds those at the step's
-    end).  Checked against real agents in test_mastra_server ("chain", "onward", "retried",
-    "twice", "guarded", "tagged", "noted")."""
+    end), the others after them all; and each step's parts are built from its chunks alone, so a
+    text or reasoning part left open at a step's end ends there.  Checked against real agents in
+    test_mastra_server ("chain", "onward", "retried", "twice", "guarded", "tagged", "noted",
+    "openspan", "openthought")."""
     def step(*body, reason="stop"):
         return [line("step-start", {}), *body, line("step-finish", {"stepResult": {"reason": reason},
                                                                   "output": {"usage": {}}, "metadata": {}})]
@@ -494,13 +496,28 @@ def test_the_message_has_a_boundary_at_each_step_and_loses_a_step_tried_again(co
     assert kinds(r) == ["text", "tool-invocation", "step-start", "text"]
     # a data part that came while the model streamed the step (more text, reasoning, a call, a
     # source or a file after it) goes before the step's parts, in the order they came; one after
-    # the model's last in the step (a tool's progress, a processor's note) where it came
+    # the model's last in the step (a tool's progress, a processor's note) after them all
     data = lambda n: line("data-x", data=n, run=None)    # noqa: E731
     r = ways(codec, [*step(text_delta("t", "a"), data(1), text_delta("t", "b"), call, data(2), reason="tool-calls"),
                      *step(data(3), *think, data(4), line("source", {"id": "s", "sourceType": "url", "url": "u"}),
                            data(5), text_delta("u", "c"), data(6))])
     assert [p.get("data", p["type"]) for p in r.parts] == [
         1, "text", "tool-invocation", 2, "step-start", 3, 4, 5, "reasoning", "source", "text", 6]
+    # a part left open at a step's end ends there: its id's deltas in the next step open a new
+    # part, with no providerMetadata from a start before the step's end; a reasoning-start with no
+    # delta is an empty part at the end of its step's parts (before the data parts after them)
+    r = ways(codec, [*step(line("text-start", {"id": "t", "providerMetadata": {"s": 1}}), text_delta("t", "a"),
+                           line("reasoning-delta", {"id": "r", "text": "x"}),
+                           line("reasoning-start", {"id": "e", "providerMetadata": {"e": 1}}),
+                           line("text-start", {"id": "v", "providerMetadata": {"v": 1}}), call, data(1),
+                           reason="tool-calls"),
+                     *step(text_delta("t", "b"), line("reasoning-delta", {"id": "r", "text": "y"}),
+                           line("reasoning-end", {"id": "e"}), text_delta("v", "c"), line("text-end", {"id": "t"}))])
+    assert [(p.get("data", p["type"]), p.get("text", p.get("reasoning")), p.get("providerMetadata")) for p in r.parts] == [
+        ("text", "a", {"s": 1}), ("reasoning", "x", None), ("tool-invocation", None, None),
+        ("reasoning", "", {"e": 1}), (1, None, None), ("step-start", None, None), ("text", "b", None),
+        ("reasoning", "y", None), ("reasoning", "", None), ("text", "c", None)]
+    assert (r.text, r.reasoning_text) == ("bc", "xy")
 
 
 def test_parts_rules_mastra_builds_them_by(codec):
@@ -541,14 +558,15 @@ def test_parts_rules_mastra_builds_them_by(codec):
     assert r.parts[7] == {"type": "reasoning", "reasoning": "", "details": [{"type": "text", "text": ""}],
                           "providerMetadata": {"p": 1}}
     # the text right after an invocation, data parts between them or not, has its step-start
-    # (a data part with the model's text after it goes before the step's parts: the rule below)
+    # (a data part with the model's text after it goes before the step's parts, the rule below;
+    # one with none, an empty delta at most, after them all)
     r = ways(codec, [line("tool-call", {"toolCallId": "a", "toolName": "w", "args": {}}),
                      line("data-progress", data={"v": 1}, run=None), text_delta("t", "x")])
     assert [p["type"] for p in r.parts] == ["data-progress", "tool-invocation", "step-start", "text"]
     r = ways(codec, [line("tool-call", {"toolCallId": "a", "toolName": "w", "args": {}}),
                      line("data-progress", data={"v": 1}, run=None),
                      line("text-delta", {"id": "t", "text": "", "providerMetadata": {"p": 1}})])
-    assert [p["type"] for p in r.parts] == ["tool-invocation", "data-progress", "step-start", "text"]
+    assert [p["type"] for p in r.parts] == ["tool-invocation", "step-start", "text", "data-progress"]
     # the error text: a message blank as JavaScript's trim() has it gives Mastra's fallback
     for message, text in (("\u3000\ufeff ", "Tool execution failed"), ("\x1f", "\x1f"), ("", "Tool execution failed")):
         r = ways(codec, [line("tool-call", {"toolCallId": "a", "toolName": "w", "args": {}}),
@@ -585,7 +603,9 @@ def test_a_goal_that_continues_the_run_truncates_what_mastra_resolves(codec):
     assert [s.text for s in r.steps] == ["d"] and r.steps[0].step_type == "initial"
     assert [c.payload.args for c in r.tool_calls] == [{"n": 1}]     # (listed again: a new list)
     assert r.usage["inputTokens"] == 3
-    assert [p.get("text") for p in r.parts if p["type"] == "text"] == ["abcd"]
+    # (the message keeps what the goal drops; its parts are each step's: t, never ended, goes on
+    # in a new part after each step's end)
+    assert [p.get("text") for p in r.parts if p["type"] == "text"] == ["a", "bc", "d"]
 
 
 def test_bad_frame_strict_raises_with_position_after_taking_what_came_before(codec):

@@ -303,6 +303,16 @@ def test_the_rules_the_unit_tests_state_are_mastras(oracle_dir, codec):
          ch("error", {"error": "e"}), fin({}, "finish")],
         [ch("error", {"error": "e"}), {"type": "object-result", "runId": "run-0", "from": "AGENT", "object": {"a": 1}},
          fin({}, "finish")],
+        # parts left open at a step's end end there (the loop builds each step's parts apart)
+        [ch("step-start", {}), ch("text-start", {"id": "t", "providerMetadata": {"s": 1}}),
+         ch("text-delta", {"id": "t", "text": "a"}), ch("reasoning-delta", {"id": "r", "text": "x"}),
+         ch("reasoning-start", {"id": "e", "providerMetadata": {"e": 1}}),
+         ch("text-start", {"id": "v", "providerMetadata": {"v": 1}}),
+         ch("tool-call", {"toolCallId": "c", "toolName": "w", "args": {}}),
+         {"type": "data-x", "data": 1}, fin({}, reason="tool-calls"), ch("step-start", {}),
+         ch("text-delta", {"id": "t", "text": "b"}), ch("reasoning-delta", {"id": "r", "text": "y"}),
+         ch("reasoning-end", {"id": "e"}), ch("text-delta", {"id": "v", "text": "c"}), ch("text-end", {"id": "t"}),
+         fin({}), fin({}, "finish")],
     ]
     for i, res in enumerate(oracle(oracle_dir, streams)):
         for how, acc in _ways(codec, res["wire"], random.Random(i)):

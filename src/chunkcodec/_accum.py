@@ -312,7 +312,8 @@ class _Run:
                  "text_pm", "rdet", "srdet", "saw_reasoning", "seq", "steps", "cur", "tool_calls", "call_list", "pending",
                  "tool_args", "tool_results", "tool_errors", "sources", "files", "u", "u_max", "u_sorted", "warnings",
                  "finish_reason", "status", "finished", "suspended", "error", "tripwire", "trip", "object", "obj_state",
-                 "obj_step", "suspend_payload", "pm", "cut", "cut_next", "procs", "stepped", "nmodel", "seg_data")
+                 "obj_step", "suspend_payload", "pm", "cut", "cut_next", "procs", "stepped", "nmodel", "seg_data",
+                 "ended")
 
     def __init__(self, acc: "AccumulatorBase", run_id: Optional[str], from_: Any) -> None:
         # (no reference back to acc: a run that holds its accumulator makes a reference cycle, and
@@ -372,6 +373,7 @@ class _Run:
         # a step's tripwire or retry said the agent has output processors (step_finish)
         self.procs = False
         self.stepped = False      # a step-start arrived (the next one opens a step boundary)
+        self.ended = False        # a step-finish since the last step boundary (text_part)
         self.nmodel = 0           # tool-call, source and file chunks so far (stamp())
         self.seg_data = False     # a data part came since the last step boundary (step_start)
         self.suspend_payload: Optional[dict] = None
@@ -413,11 +415,32 @@ class _Run:
         boundary there but at the run's first (_parts)."""
         if not self.stepped:
             self.stepped = True
-        elif self.seg_data:     # (its stamp: where the data parts of the step it ends go)
-            self.seg_data = False
-            self.seq.append(("step", self.stamp()))
         else:
-            self.seq.append(("step", None))
+            self.ended = False
+            if self.seg_data:   # (its stamp: where the data parts of the step it ends go)
+                self.seg_data = False
+                self.seq.append(("step", self.stamp()))
+            else:
+                self.seq.append(("step", None))
+
+    def _close_spans(self) -> None:
+        """A step's end, for the message parts.  Mastra builds each step's parts from that step's
+        chunks alone (buildMessagesFromChunks, a new MessagePartSpans each time), so a text or
+        reasoning part still open (no *-end) ends with its step: a later delta of its id opens a
+        new part, and a text-start's providerMetadata still waiting for a first delta is dropped;
+        a reasoning-start with no delta since is an empty reasoning part at the end of the step's
+        parts (flushSpansLeftOpen).  What MastraModelOutput resolves does not change: its
+        reasoning entries go on by id (reasoning_part)."""
+        for part in self.open_text.values():
+            part.seal()
+        self.open_text.clear()
+        self.text_pm.clear()
+        for part in self.open_reasoning.values():
+            if not part.listed:
+                part.listed = True
+                self.seq.append(("span", part))
+            part.seal()
+        self.open_reasoning.clear()
 
     def stamp(self) -> tuple:
         """How much of what the model streams the run had: text and reasoning bytes, tool-call,
@@ -428,7 +451,10 @@ class _Run:
 
     def step_finish(self, reason: Any, warnings: Any, usage: Any, resp_id: Any, model_id: Any,
                     pm: Any, trip: Any = UNSET) -> None:
+        if self.open_text or self.open_reasoning or self.text_pm:
+            self._close_spans()
         st = self.step()
+        self.ended = True
         st.t1, st.r1 = len(self.text), len(self.rbuf)
         st.reason = reason if isinstance(reason, str) else None
         # (stepResult.warnings || [], which is also the run's warnings from then on)
@@ -670,6 +696,11 @@ class _Run:
             stashed = self.text_pm.pop(id_, UNSET)
             part = _Part("text", id_, self.text, stashed if pm is UNSET else pm)
             self.open_text[id_] = part
+            if self.ended:
+                # a step ended with no step-start after it (not Mastra's loop, which always sends
+                # one): a text now does not come right after a tool invocation of that step
+                self.ended = False
+                self.seq.append(("end", None))
             self.seq.append(("span", part))
             part.listed = True
             self.step()
@@ -987,9 +1018,10 @@ class _Run:
         # message once the model's stream for the step has ended, and a data-* part as it comes:
         # one that came while the model was still streaming the step (more of the step's text,
         # reasoning, tool calls, sources or files after it) goes before the step's parts, after
-        # those the data parts before it put there.
+        # those the data parts before it put there; one that came after, after all of them.
         boundary = -1
         ends = None     # each step's stamp at its end (None: a step without data parts)
+        late = None     # the step's data parts that go after its parts (None: none)
         seg = 0
         seg_start = early = 0
         for kind, v in self.seq:
@@ -1077,9 +1109,14 @@ class _Run:
                 if v[1] != ends[seg]:
                     out.insert(seg_start + early, d)
                     early += 1
+                elif late is None:
+                    late = [d]
                 else:
-                    out.append(d)
+                    late.append(d)
             elif kind == "step":
+                if late is not None:
+                    out += late
+                    late = None
                 if out:
                     if out[-1]["type"] != "step-start":
                         out.append({"type": "step-start"})
@@ -1090,7 +1127,13 @@ class _Run:
                 seg += 1
                 seg_start = len(out)
                 early = 0
-            else:           # "retry"
+            elif kind == "end":
+                if late is not None:
+                    out += late
+                    late = None
+                after_tool = False
+            else:           # "retry" (the step's late data parts go with it)
+                late = None
                 del out[max(boundary, 0):]
                 after_tool = False
                 seg_start = len(out)
@@ -1104,6 +1147,8 @@ class _Run:
                 if pm is not None:
                     d["providerMetadata"] = pm
                 out.append(d)
+        if late is not None:
+            out += late
         return out
 
 
@@ -1373,7 +1418,7 @@ def _kind_of(t: type) -> Any:
 def _has_parts(run: _Run) -> bool:
     """Whether the run has message parts (its step boundaries and rollbacks aside)."""
     for kind, v in run.seq:
-        if kind != "step" and kind != "retry":
+        if kind != "step" and kind != "retry" and kind != "end":
             return True
     return False
 

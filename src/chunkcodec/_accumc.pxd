@@ -46,13 +46,15 @@ cdef class _Run:
     cdef public object finish_reason, status, error, tripwire, object, suspend_payload, pm, cut
     cdef public dict open_text, open_reasoning, text_pm, rdet, srdet, tool_calls, tool_args, u
     cdef public list seq, steps, call_list, tool_results, tool_errors, sources, files
-    cdef public bint saw_reasoning, finished, suspended, pending, u_sorted, cut_next, procs, stepped, seg_data
+    cdef public bint saw_reasoning, finished, suspended, pending, u_sorted, cut_next, procs, stepped, seg_data, ended
     cdef public int obj_state
     cdef public Py_ssize_t nmodel
     cdef public Py_ssize_t u_max, obj_step
     @cython.locals(prev=_Step)
     cpdef _Step step(self)
     cpdef step_start(self, warnings)
+    @cython.locals(part=_Part)
+    cpdef _close_spans(self)
     cpdef tuple stamp(self)
     @cython.locals(st=_Step)
     cpdef step_finish(self, reason, warnings, usage, resp_id, model_id, pm, trip=*)
@@ -96,7 +98,7 @@ cdef class _Run:
     @cython.locals(p=_Part)
     cpdef dict _reasoning_entry(self, list e, _Memo dec, Py_ssize_t limit=*)
     @cython.locals(part=_Part, out=list, results=dict, errors=dict, boundary=Py_ssize_t, ends=list, seg=Py_ssize_t,
-                   seg_start=Py_ssize_t, early=Py_ssize_t)
+                   seg_start=Py_ssize_t, early=Py_ssize_t, late=list)
     cpdef list _parts(self, _Memo dec)
 
 # The accumulator itself: its attributes are fields, not a dict (the decoder sets _current; a

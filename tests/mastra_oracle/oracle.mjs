@@ -55,25 +55,19 @@ function errorOf(e) {
   return { name: e?.name, message: e?.message };
 }
 
-// The parts of the message the agent loop keeps: buildMessagesFromChunks of the stream, with the
-// loop's step boundaries (MessageList.openStepBoundary: each step after the first opens with a
-// step-start part, unless the message is empty or already ends in one) and its rollback of a step a
-// processor had tried again (rollbackToStepBoundary: back to before that step's boundary, or the
-// whole message when the step opened none).  The loop builds each step's parts apart and adds them
-// to its message; here the steps are one stream, and a source chunk marks each boundary and each
-// rollback in it (a part in stream order, which no step-start is inserted across, as none is across
-// a step's end), then is replaced by what it marks.  So is each data-* chunk that is not transient:
-// the loop adds those to its message as they arrive (the data part is {type, data}), and a step's
-// own parts once the model's stream for it has ended, so a data part that came while the model was
-// still streaming the step (text or reasoning, a tool call, a source or a file after it in the
-// step) goes before the step's parts.
-const MARK = 'oracle-mark:';
+// The parts of the message the agent loop keeps, built as the loop builds them: each step's parts
+// are buildMessagesFromChunks of that step's chunks alone (so a text or reasoning part left open at
+// a step's end ends there), added to the message once the model's stream for the step has ended
+// (here: at its step-finish, or the stream's end); each step after the first opens with a step
+// boundary (MessageList.openStepBoundary: a step-start part, unless the message is empty or
+// already ends in one); a step a processor had tried again (its step-finish's reason "retry") is
+// rolled back (rollbackToStepBoundary: to before its boundary, or the whole message when it opened
+// none).  A data-* chunk that is not transient is a part {type, data} added as it arrives: one
+// that came while the model was still streaming the step (text or reasoning, a tool call, a source
+// or a file after it in the step) goes before the step's parts, one that came after after them.
 const MODEL = (ch) => ((ch.type === 'text-delta' || ch.type === 'reasoning-delta') && ch.payload?.text) ||
   ch.type === 'tool-call' || ch.type === 'source' || ch.type === 'file';
 function persistedParts(chunks) {
-  const marked = [];
-  const data = [];
-  const mark = (what) => marked.push({ type: 'source', payload: { sourceType: 'url', id: MARK + what, url: MARK } });
   let started = false;
   const boundary = chunks.map((ch) => {    // each step-start but the first
     if (ch.type !== 'step-start') return false;
@@ -81,52 +75,42 @@ function persistedParts(chunks) {
     started = true;
     return b;
   });
-  let segStart = 0;   // where the step being read begins in marked
-  for (const [i, ch] of chunks.entries()) {
-    if (boundary[i]) {
-      mark('step');
-      segStart = marked.length;
-    }
-    if (typeof ch.type === 'string' && ch.type.startsWith('data-')) {
-      if (ch.transient === true) continue;
-      let early = false;
-      for (let j = i + 1; j < chunks.length && !boundary[j] && !early; j++) early = !!MODEL(chunks[j]);
-      mark(`data${data.push({ type: ch.type, data: ch.data }) - 1}`);
-      // (one that came while the model streamed: at the step's start, after the others put there)
-      if (early) marked.splice(segStart++, 0, marked.pop());
-      continue;
-    }
-    marked.push(ch);
-    if (ch.type === 'step-finish' && ch.payload?.stepResult?.reason === 'retry') mark('retry');
-  }
-  const msgs = buildMessagesFromChunks({ chunks: marked, messageId: 'msg-oracle' });
   const out = [];
   let at = -1;        // the boundary of the step being read, or -1
-  for (const p of msgs.length ? msgs[0].content.parts : []) {
-    const what = p.type === 'source' && typeof p.source?.id === 'string' && p.source.id.startsWith(MARK)
-      ? p.source.id.slice(MARK.length) : null;
-    if (what === 'step') {
+  let step = [];      // the step's chunks so far
+  let late = [];      // data parts that go after the step's parts
+  const endStep = () => {
+    const msgs = buildMessagesFromChunks({ chunks: step, messageId: 'msg-oracle' });
+    if (msgs.length) out.push(...msgs[0].content.parts);
+    out.push(...late);
+    step = [];
+    late = [];
+  };
+  for (const [i, ch] of chunks.entries()) {
+    if (boundary[i]) {
+      out.push(...late);
+      late = [];
       if (out.length) {
         if (out[out.length - 1].type !== 'step-start') out.push({ type: 'step-start' });
         at = out.length - 1;
       } else {
         at = -1;
       }
-    } else if (what === 'retry') {
-      out.splice(Math.max(at, 0));
-    } else if (what !== null) {
-      out.push(data[+what.slice(4)]);
-    } else {
-      // (a data part, which the loop adds apart from the step's parts, does not keep a text from
-      // being after the tool invocation before it: the step-start its marker kept out)
-      if (p.type === 'text' && out.length && out[out.length - 1].type.startsWith('data-')) {
-        let k = out.length - 1;
-        while (k >= 0 && out[k].type.startsWith('data-')) k--;
-        if (k >= 0 && out[k].type === 'tool-invocation') out.push({ type: 'step-start' });
-      }
-      out.push(p);
+    }
+    if (typeof ch.type === 'string' && ch.type.startsWith('data-')) {
+      if (ch.transient === true) continue;
+      let early = false;
+      for (let j = i + 1; j < chunks.length && !boundary[j] && !early; j++) early = !!MODEL(chunks[j]);
+      (early ? out : late).push({ type: ch.type, data: ch.data });
+      continue;
+    }
+    step.push(ch);
+    if (ch.type === 'step-finish') {
+      endStep();
+      if (ch.payload?.stepResult?.reason === 'retry') out.splice(Math.max(at, 0));
     }
   }
+  endStep();
   return recorded(out);
 }
 
