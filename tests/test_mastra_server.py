@@ -16,8 +16,13 @@ that write data-* parts while the model streams and after each step; after a too
 that goes on, one sent back, then the answer; a step sent back before a call that needs
 approval; a processor that rewrites the streamed text; arguments the tool's schema refuses; two
 calls in a step, one needing approval; redacted reasoning; tool arguments that are not JSON; a
-provider error after a tool step; a tool that yields as it goes; a reasoning step sent back.
-Each agent's
+provider error after a tool step; a tool that yields as it goes; a reasoning step sent back;
+the provider's warnings, no response metadata, cached and reasoning tokens and provider metadata
+on the finish; a sub-agent that calls a tool of its own; a call to a tool the agent does not
+have; text and reasoning left open at a step's end and streamed on in the next step, a
+reasoning-start with no delta, a text-start's metadata waiting across the step's end; a tool
+without arguments; a content filter; two signed reasoning blocks, an id reused in the next step;
+a tool whose output fails its schema.  Each agent's
 `POST /api/agents/:id/stream` body is read with httpx as it arrives and fed to an Accumulator
 piece by piece, on both paths; what we reassemble
 must be what the server's own MastraModelOutput resolves for the same agent, body and runId (its
@@ -117,6 +122,15 @@ AGENTS = {
     "lateerr": "Weather in Rome?",
     "gentool": "Count to two",
     "reasontool": "Think, then look it up",
+    "warned": "Weather in Nice?",
+    "deeper": "Go deep",
+    "unknown": "Teleport me",
+    "openspan": "Go",
+    "openthought": "Go",
+    "noargs": "Time?",
+    "filtered": "Say it",
+    "thoughts": "Think",
+    "badout": "Lie",
 }
 
 
@@ -165,9 +179,13 @@ def test_an_agent_streamed_over_http_reassembles_as_the_server_resolves_it(serve
     # the body whole, as accumulate() takes it: the same run (a sub-agent's is a run of its own)
     runs = codec.accumulate(bytes(raw))
     assert _ids_alike(actual_view(_run(runs, body["runId"]), exp)) == got
-    if agent == "delegating":
+    if agent in ("delegating", "deeper"):
         (sub,) = [r for r in runs if r.run_id != body["runId"]]
-        assert (sub.text, out.text) == ("Helper says hi.", "The helper answered.")
+        assert (sub.text, out.text) == {"delegating": ("Helper says hi.", "The helper answered."),
+                                        "deeper": ("Sunny there.", "Deep enough.")}[agent]
+        # (the sub-agent's own tool call is its, not the parent's)
+        assert [c.payload.toolCallId for c in sub.tool_calls] == ([] if agent == "delegating" else ["c-dh"])
+        assert [c.payload.toolCallId for c in out.tool_calls] == ["c-h" if agent == "delegating" else "c-dp"]
 
 
 def _persisted(exp):
@@ -191,10 +209,17 @@ def test_the_message_parts_are_those_the_server_keeps(server, codec, agent):
             {"name": "Error", "message": "boom late"}
         assert theirs == ours + [{"type": "error", "error": error}]
     else:
-        if agent == "tools":
-            (failed,) = [p["toolInvocation"] for p in ours if p.get("toolInvocation", {}).get("toolCallId") == "c-b"]
-            assert "broken: nope" in failed["errorText"], failed
-            failed["errorText"] = "broken: nope"
+        if agent in ("tools", "unknown"):
+            # (the server's errorText is the Error's message; the chunk has only its name for a
+            # tool the agent lacks, ToolNotFoundError; its message is in the next step-finish's
+            # history, which we do not read)
+            call, text, their_text = {
+                "tools": ("c-b", "broken: nope", "broken: nope"),
+                "unknown": ("c-un", '{"name":"ToolNotFoundError"}', 'Tool "teleport" not found. ')}[agent]
+            (failed,) = [p["toolInvocation"] for p in ours if p.get("toolInvocation", {}).get("toolCallId") == call]
+            (their,) = [p["toolInvocation"] for p in theirs if p.get("toolInvocation", {}).get("toolCallId") == call]
+            assert text in failed["errorText"] and their["errorText"].startswith(their_text), (failed, their)
+            failed["errorText"] = their["errorText"]
         assert ours == theirs
     assert any(p["type"].startswith("data-") for p in theirs) == (agent in ("tools", "tagged", "noted"))
 
@@ -261,6 +286,31 @@ def test_the_scripted_runs_are_what_they_are_meant_to_be(server):
     kinds = {a: [p["type"] for p in _persisted(runs[a])] for a in ("tagged", "noted")}
     assert kinds == {"tagged": ["data-tag", "text", "tool-invocation", "step-start", "data-tag", "text"],
                      "noted": ["text", "tool-invocation", "data-note", "step-start", "text", "data-note"]}
+    w = runs["warned"]
+    assert (w["usage"]["value"]["cachedInputTokens"], w["usage"]["value"]["reasoningTokens"]) == (20, 6)
+    assert w["providerMetadata"]["value"] == {"openai": {"responseId": "resp_2", "cachedPromptTokens": 20}}
+    # (Mastra drops the model's stream-start, and the warnings in it, before the wire)
+    assert w["warnings"]["value"] == [] and _UUID.fullmatch(w["steps"]["value"][0]["responseId"])
+    (sub,) = runs["deeper"]["toolResults"]["value"]
+    assert [r["toolCallId"] for r in sub["payload"]["result"]["subAgentToolResults"]] == ["c-dh"]
+    (unknown,) = [p["toolInvocation"] for p in _persisted(runs["unknown"]) if p["type"] == "tool-invocation"]
+    assert unknown["state"] == "output-error" and unknown["errorText"].startswith('Tool "teleport" not found')
+    parts = {a: [(p["type"], p.get("text", p.get("reasoning")), p.get("providerMetadata")) for p in _persisted(runs[a])]
+             for a in ("openspan", "openthought")}
+    assert parts == {
+        "openspan": [("text", "Open ", None), ("tool-invocation", None, None), ("step-start", None, None),
+                     ("text", "more text", None)],
+        "openthought": [("reasoning", "Open thought", None), ("tool-invocation", None, None),
+                        ("reasoning", "", {"anthropic": {"signature": "empty"}}), ("step-start", None, None),
+                        ("reasoning", " and more", {"anthropic": {"signature": "late"}}), ("text", "Then.", None)]}
+    assert runs["noargs"]["toolCalls"]["value"][0]["payload"]["args"] == {}
+    assert runs["filtered"]["finishReason"]["value"] == "content-filter"
+    th = runs["thoughts"]
+    assert [(r["payload"]["id"], r["payload"]["providerMetadata"]["anthropic"]["signature"]) for r in th["reasoning"]["value"]] \
+        == [("r1", "s3"), ("r2", "s2")]
+    assert [r["payload"]["providerMetadata"]["anthropic"]["signature"] for r in th["steps"]["value"][0]["reasoning"]] == ["s1", "s2"]
+    (bad,) = runs["badout"]["toolResults"]["value"]
+    assert bad["payload"]["result"]["error"] is True and "validation failed" in bad["payload"]["result"]["message"]
 
 
 def test_what_the_wire_does_not_show(server, codec):

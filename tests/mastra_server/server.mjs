@@ -215,6 +215,66 @@ const SCRIPTS = {
     : [meta('resp-rs1'), { type: 'reasoning-start', id: 'a' }, { type: 'reasoning-delta', id: 'a', delta: 'First thought.' },
        { type: 'reasoning-end', id: 'a' }, { type: 'tool-call', toolCallId: 'c-rt', toolName: 'weather', input: '{"city":"Rome"}' },
        finish('tool-calls', 1, 1)],
+  // warnings from the provider (Mastra drops the stream-start that carries them), no
+  // response-metadata, usage with cached and reasoning tokens, provider metadata on the finish,
+  // over two steps
+  warned: (prompt) => {
+    const u = (i, c, o, r) => ({ inputTokens: { total: i, noCache: i - c, cacheRead: c, cacheWrite: undefined },
+      outputTokens: { total: o, text: o - r, reasoning: r } });
+    return hasToolResult(prompt)
+      ? [{ type: 'stream-start', warnings: [{ type: 'other', message: 'second step warned' }] },
+         ...text('t', ['Warm.']), { type: 'finish', finishReason: { unified: 'stop', raw: 'end_turn' }, usage: u(30, 20, 5, 2),
+           providerMetadata: { openai: { responseId: 'resp_2', cachedPromptTokens: 20 } } }]
+      : [{ type: 'stream-start', warnings: [{ type: 'unsupported', feature: 'temperature', details: 'not for this model' }] },
+         { type: 'tool-call', toolCallId: 'c-wa', toolName: 'weather', input: '{"city":"Nice"}' },
+         { type: 'finish', finishReason: { unified: 'tool-calls', raw: 'tool_use' }, usage: u(10, 0, 7, 4),
+           providerMetadata: { openai: { responseId: 'resp_1' } } }];
+  },
+  // a sub-agent that calls a tool of its own (two levels of nesting in tool-output)
+  deeper: (prompt, tools) => hasToolResult(prompt)
+    ? [meta('resp-dp2'), ...text('t', ['Deep ', 'enough.']), finish('stop', 2, 2)]
+    : [meta('resp-dp1'), { type: 'tool-call', toolCallId: 'c-dp', toolName: tools[0], input: '{"prompt":"weather?"}' },
+       finish('tool-calls', 1, 1)],
+  // a call to a tool the agent does not have
+  unknown: (prompt) => hasToolResult(prompt) || prompt.some((m) => m.role === 'assistant')
+    ? [meta('resp-un2'), ...text('t', ['No such tool.']), finish('stop', 1, 1)]
+    : [meta('resp-un1'), { type: 'tool-call', toolCallId: 'c-un', toolName: 'teleport', input: '{"to":"Mars"}' },
+       finish('tool-calls', 1, 1)],
+  // a text block left open at the step's end, its id streamed again in the next step
+  openspan: (prompt) => hasToolResult(prompt)
+    ? [meta('resp-os2'), { type: 'text-delta', id: 't', delta: 'more ' }, { type: 'text-delta', id: 't', delta: 'text' },
+       { type: 'text-end', id: 't' }, finish('stop', 1, 1)]
+    : [meta('resp-os1'), { type: 'text-start', id: 't' }, { type: 'text-delta', id: 't', delta: 'Open ' },
+       { type: 'tool-call', toolCallId: 'c-os', toolName: 'weather', input: '{"city":"Nice"}' }, finish('tool-calls', 1, 1)],
+  // a tool without arguments, called with an empty input
+  noargs: (prompt) => hasToolResult(prompt) ? [meta('resp-na2'), ...text('t', ['It is noon.']), finish('stop', 1, 1)]
+    : [meta('resp-na1'), { type: 'tool-input-start', id: 'c-na', toolName: 'clock' }, { type: 'tool-input-end', id: 'c-na' },
+       { type: 'tool-call', toolCallId: 'c-na', toolName: 'clock', input: '' }, finish('tool-calls', 1, 1)],
+  // the provider's content filter stops the text
+  filtered: () => [meta('resp-cf'), ...text('t', ['I cannot ']), finish('content-filter', 2, 2)],
+  // two reasoning blocks with their own signatures, an id reused in the next step
+  thoughts: (prompt) => hasToolResult(prompt)
+    ? [meta('resp-th2'), { type: 'reasoning-start', id: 'r1' }, { type: 'reasoning-delta', id: 'r1', delta: 'Later.' },
+       { type: 'reasoning-end', id: 'r1', providerMetadata: { anthropic: { signature: 's3' } } }, ...text('t', ['Fine.']), finish('stop', 1, 1)]
+    : [meta('resp-th1'), { type: 'reasoning-start', id: 'r1' }, { type: 'reasoning-delta', id: 'r1', delta: 'One.' },
+       { type: 'reasoning-end', id: 'r1', providerMetadata: { anthropic: { signature: 's1' } } },
+       { type: 'reasoning-start', id: 'r2' }, { type: 'reasoning-delta', id: 'r2', delta: 'Two.' },
+       { type: 'reasoning-end', id: 'r2', providerMetadata: { anthropic: { signature: 's2' } } },
+       { type: 'tool-call', toolCallId: 'c-th', toolName: 'weather', input: '{"city":"Nice"}' }, finish('tool-calls', 1, 1)],
+  // a tool whose output fails its outputSchema
+  badout: (prompt) => hasToolResult(prompt) ? [meta('resp-bo2'), ...text('t', ['Odd.']), finish('stop', 1, 1)]
+    : [meta('resp-bo1'), { type: 'tool-call', toolCallId: 'c-bo', toolName: 'liar', input: '{"x":1}' }, finish('tool-calls', 1, 1)],
+  // reasoning left open at the step's end, its id streamed again (and ended) in the next step; a
+  // reasoning-start with no delta; a text-start whose providerMetadata waits for a delta that
+  // comes only in the next step
+  openthought: (prompt) => hasToolResult(prompt)
+    ? [meta('resp-ot2'), { type: 'reasoning-delta', id: 'r', delta: ' and more' },
+       { type: 'reasoning-end', id: 'r', providerMetadata: { anthropic: { signature: 'late' } } },
+       { type: 'text-delta', id: 'u', delta: 'Then.' }, { type: 'text-end', id: 'u' }, finish('stop', 1, 1)]
+    : [meta('resp-ot1'), { type: 'reasoning-start', id: 'r' }, { type: 'reasoning-delta', id: 'r', delta: 'Open thought' },
+       { type: 'reasoning-start', id: 'e', providerMetadata: { anthropic: { signature: 'empty' } } },
+       { type: 'text-start', id: 'u', providerMetadata: { openai: { itemId: 'msg_u' } } },
+       { type: 'tool-call', toolCallId: 'c-ot', toolName: 'weather', input: '{"city":"Nice"}' }, finish('tool-calls', 1, 1)],
   // what the wire does not show (test_what_the_wire_does_not_show): an output processor that
   // aborts once the run is over, and one that never trips
   final: () => [meta('resp-fi'), ...text('t', ['All ', 'done.']), finish('stop', 3, 2)],
@@ -227,7 +287,8 @@ function mockModel(script) {
     async doGenerate() { throw new Error('these tests only stream'); },
     async doStream(options) {
       const tools = (options.tools || []).map((t) => t.name);
-      const parts = [{ type: 'stream-start', warnings: [] }, ...script(options.prompt, tools)];
+      const scripted = script(options.prompt, tools);
+      const parts = scripted[0]?.type === 'stream-start' ? scripted : [{ type: 'stream-start', warnings: [] }, ...scripted];
       return { stream: new ReadableStream({ start(c) { for (const p of parts) c.enqueue(p); c.close(); } }) };
     },
   };
@@ -270,7 +331,30 @@ const helper = new Agent({
   id: 'helper', name: 'helper', description: 'Answers what it is asked', instructions: 'You help.',
   model: mockModel(() => [meta('resp-h'), ...text('h', ['Helper ', 'says hi.']), finish('stop', 3, 2)]),
 });
+const clockTool = createTool({
+  id: 'clock', description: 'The time', inputSchema: z.object({}),
+  execute: async () => ({ time: '12:00' }),
+});
+const liarTool = createTool({
+  id: 'liar', description: 'Returns the wrong shape', inputSchema: z.object({ x: z.number() }),
+  outputSchema: z.object({ y: z.string() }),
+  execute: async ({ x }) => ({ y: x }),
+});
+const deepHelper = new Agent({
+  id: 'deephelper', name: 'deephelper', description: 'Looks things up', instructions: 'You look up.',
+  model: mockModel((prompt) => hasToolResult(prompt) ? [meta('resp-dh2'), ...text('h', ['Sunny ', 'there.']), finish('stop', 2, 2)]
+    : [meta('resp-dh1'), { type: 'tool-call', toolCallId: 'c-dh', toolName: 'weather', input: '{"city":"Bern"}' }, finish('tool-calls', 1, 1)]),
+  tools: { weather: weatherTool },
+});
 const EXTRA = {
+  openthought: { tools: { weather: weatherTool } },
+  warned: { tools: { weather: weatherTool } },
+  deeper: { agents: { deephelper: deepHelper } },
+  unknown: { tools: { weather: weatherTool } },
+  openspan: { tools: { weather: weatherTool } },
+  noargs: { tools: { clock: clockTool } },
+  thoughts: { tools: { weather: weatherTool } },
+  badout: { tools: { liar: liarTool } },
   retried: {
     tools: { weather: weatherTool }, maxProcessorRetries: 2,
     outputProcessors: [{
@@ -386,7 +470,7 @@ const ask = createStep({
 const shout = createWorkflow({
   id: 'shout', inputSchema: z.object({ text: z.string() }), outputSchema: z.object({ runId: z.string(), resolved: z.any() }),
 }).then(upper).then(ask).commit();
-const mastra = new Mastra({ agents: { ...agents, helper }, workflows: { shout }, logger: false });
+const mastra = new Mastra({ agents: { ...agents, helper, deephelper: deepHelper }, workflows: { shout }, logger: false });
 
 const FIELDS = ['text', 'reasoningText', 'reasoning', 'toolCalls', 'toolResults', 'usage', 'totalUsage',
   'finishReason', 'object', 'sources', 'files', 'warnings', 'providerMetadata', 'steps'];
