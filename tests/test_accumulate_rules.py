@@ -2421,6 +2421,7 @@ def test_a_step_a_processor_tripped_has_its_text_back_at_the_finish(codec):
     r = ways(codec, head + [line("abort", {}), fin])
     assert (r.text, [s.text for s in r.steps], r.finish_reason) == ("not allowed", [""], "aborted")
     tool = [text_delta("t", "a"), line("tool-call", {"toolCallId": "c", "toolName": "w", "args": {}}),
+            line("tool-result", {"toolCallId": "c", "toolName": "w", "result": 1}),
             line("step-finish", {"stepResult": {"reason": "tool-calls"}, "output": {"usage": {}}, "metadata": {}})]
     r = ways(codec, tool + [text_delta("u", "b"), blocked])
     assert (r.text, [s.text for s in r.steps]) == ("", ["a", ""])
@@ -2468,6 +2469,35 @@ def test_a_step_tried_again_leaves_the_run(codec):
     assert (r.text, [s.text for s in r.steps]) == ("X Z", ["", "X ", "", "X Z"])
     r = ways(codec, [*sf("retry", "one", None, {"a": 1}), *sf("stop", "two"), fin])
     assert (r.text, r.object) == ("two", None)
+    # a call still without a result (a client's tool) is not in the message the text is read
+    # from, and a message of nothing else is none ("retryclient" in test_mastra_server)
+    r = ways(codec, [*step("retry", *said("s", "Sure."), tw=again), *step("tool-calls", *said("o", "Okay. "), call), fin])
+    assert (r.text, [s.text for s in r.steps]) == ("Okay. ", ["", "Okay. "])
+    r = ways(codec, [*step("retry", *said("s", "Sure."), tw=again), *step("tool-calls", call), fin])
+    assert (r.text, [s.text for s in r.steps]) == ("", ["", ""])
+    r = ways(codec, [*step("tool-calls", call), *step("retry", *said("s", "Sure."), tw=again),
+                     *step("stop", *said("o", "Okay.")), fin])
+    assert (r.text, [s.text for s in r.steps]) == ("Okay.", ["", "", "Okay."])
+
+
+def test_a_structuring_models_object_is_the_runs(codec):
+    """With structuredOutput given a model of its own, Mastra's StructuredOutputProcessor writes
+    the object and object-result chunks of that model's run into the stream with that run's id
+    and metadata.from "structured-output"; MastraModelOutput resolves the streamed run's object
+    from them, so they go to the run current then, as chunks without runId do, and make no run
+    of their own.  Other object chunks keep their runId ("structured" in test_mastra_server)."""
+    md = {"from": "structured-output"}
+    fin = line("finish", {"stepResult": {"reason": "stop"}, "output": {"usage": {}}})
+    sf = line("step-finish", {"stepResult": {"reason": "stop"}, "output": {"usage": {}}, "metadata": {"id": "m"}})
+    body = [text_delta("t", "42"), line("object", run="other", object={}, metadata=md),
+            line("object-result", run="other", object={"answer": 42}, metadata=md), sf, fin]
+    r = ways(codec, body)
+    assert (r.text, r.object) == ("42", {"answer": 42})
+    data = b"".join(ln + b"\n" for ln in body)
+    assert [x.run_id for x in codec.accumulate(data)] == [RUN]
+    other = [text_delta("t", "42"), line("object-result", run="other", object={"answer": 42}, metadata={"from": "x"}), sf, fin]
+    runs = codec.accumulate(b"".join(ln + b"\n" for ln in other))
+    assert [(x.run_id, x.object) for x in runs] == [(RUN, None), ("other", {"answer": 42})]
 
 
 def test_nothing_after_a_tripwire_changes_the_run(codec):

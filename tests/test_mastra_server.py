@@ -22,7 +22,9 @@ on the finish; a sub-agent that calls a tool of its own; a call to a tool the ag
 have; text and reasoning left open at a step's end and streamed on in the next step, a
 reasoning-start with no delta, a text-start's metadata waiting across the step's end; a tool
 without arguments; a content filter; two signed reasoning blocks, an id reused in the next step;
-a tool whose output fails its schema.  Each agent's
+a tool whose output fails its schema; a tool the client runs (no execute), after a step sent
+back too; a provider that reports no usage; control characters and a surrogate pair split across
+two deltas; structured output made by a model of its own.  Each agent's
 `POST /api/agents/:id/stream` body is read with httpx as it arrives and fed to an Accumulator
 piece by piece, on both paths; what we reassemble
 must be what the server's own MastraModelOutput resolves for the same agent, body and runId (its
@@ -131,6 +133,11 @@ AGENTS = {
     "filtered": "Say it",
     "thoughts": "Think",
     "badout": "Lie",
+    "clienttool": "Show Rome",
+    "retryclient": "Show Oslo",
+    "nousage": "Hi",
+    "controls": "Hi",
+    "structured": "What is it?",
 }
 
 
@@ -179,6 +186,8 @@ def test_an_agent_streamed_over_http_reassembles_as_the_server_resolves_it(serve
     # the body whole, as accumulate() takes it: the same run (a sub-agent's is a run of its own)
     runs = codec.accumulate(bytes(raw))
     assert _ids_alike(actual_view(_run(runs, body["runId"]), exp)) == got
+    # (and no other run: a structuring model's object chunks carry its run id, but are this run's)
+    assert len(runs) == (2 if agent in ("delegating", "deeper") else 1), [r.run_id for r in runs]
     if agent in ("delegating", "deeper"):
         (sub,) = [r for r in runs if r.run_id != body["runId"]]
         assert (sub.text, out.text) == {"delegating": ("Helper says hi.", "The helper answered."),
@@ -311,6 +320,14 @@ def test_the_scripted_runs_are_what_they_are_meant_to_be(server):
     assert [r["payload"]["providerMetadata"]["anthropic"]["signature"] for r in th["steps"]["value"][0]["reasoning"]] == ["s1", "s2"]
     (bad,) = runs["badout"]["toolResults"]["value"]
     assert bad["payload"]["result"]["error"] is True and "validation failed" in bad["payload"]["result"]["message"]
+    ct = runs["clienttool"]
+    assert (ct["status"], ct["finishReason"]["value"], ct["toolResults"]["value"]) == ("success", "tool-calls", [])
+    rc = runs["retryclient"]
+    assert [s["finishReason"] for s in rc["steps"]["value"]] == ["retry", "tool-calls"] and rc["text"]["value"] == "Okay. "
+    assert [p["toolInvocation"]["state"] for p in _persisted(rc) if p["type"] == "tool-invocation"] == ["call"]
+    assert runs["nousage"]["usage"]["value"] == {"totalTokens": 0, "raw": {"inputTokens": {}, "outputTokens": {}}}
+    assert runs["controls"]["text"]["value"] == 'a\x00b\x1fc\x7f x\U0001f600y \u2029\\"q"'
+    assert runs["structured"]["object"]["value"] == {"answer": 42}
 
 
 def test_what_the_wire_does_not_show(server, codec):

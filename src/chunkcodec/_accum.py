@@ -1155,17 +1155,21 @@ class _Run:
 def _message_text(parts: list) -> Any:
     """The text Mastra reads of the message those parts make (coreContentToString of its last
     message as the model is sent it: the text parts after the last tool invocation, joined), or
-    None when there is no message (no parts)."""
-    if not parts:
-        return None
+    None when there is no message.  An invocation still in state "call" (no result: a client's
+    tool, a provider's call with none) is dropped before that conversion (sanitizeAIV4UIMessages),
+    and a message of nothing else with it."""
     out = []
+    kept = False
     for p in parts:
         t = p["type"]
         if t == "tool-invocation":
+            if p["toolInvocation"]["state"] == "call":
+                continue
             out = []
         elif t == "text":
             out.append(p["text"])
-    return "".join(out)
+        kept = True
+    return "".join(out) if kept else None
 
 
 def _no_keys(x: Any) -> bool:
@@ -1443,13 +1447,26 @@ def _run_of(acc: "AccumulatorBase", run_id: Any, from_: Any) -> _Run:
     return run
 
 
+def _structuring(chunk: Any) -> bool:
+    """Whether an object or object-result chunk is a structuring model's (metadata.from
+    "structured-output": Mastra's StructuredOutputProcessor, when structuredOutput has a model of
+    its own).  It carries that model's run id, but it is the object of the run being streamed,
+    which MastraModelOutput resolves from it: it goes to the current run, as a chunk without
+    runId does."""
+    md = chunk.metadata
+    return type(md) is dict and md.get("from") == "structured-output"
+
+
 def _other(acc: "AccumulatorBase", chunk: Any) -> None:
     """A chunk other than a delta: to its handler (_HANDLERS, by tag), with its run.  (A
     function, not a method: on the native path a C call.)"""
     cls = type(chunk)
     tag = _TAGS.get(cls)         # (the classes with a fixed tag: no DataChunk among them)
     t = tag or getattr(chunk, "type", None) or cls.__struct_config__.tag
-    run = _run_of(acc, getattr(chunk, "runId", UNSET), getattr(chunk, "from_", UNSET))
+    run_id = getattr(chunk, "runId", UNSET)
+    if (cls is _c.ObjectResult or cls is _c.Object) and _structuring(chunk):
+        run_id = UNSET
+    run = _run_of(acc, run_id, getattr(chunk, "from_", UNSET))
     handle = _HANDLERS.get(t)
     if handle is not None:
         handle(acc, run, chunk, getattr(chunk, "payload", UNSET))

@@ -275,6 +275,24 @@ const SCRIPTS = {
        { type: 'reasoning-start', id: 'e', providerMetadata: { anthropic: { signature: 'empty' } } },
        { type: 'text-start', id: 'u', providerMetadata: { openai: { itemId: 'msg_u' } } },
        { type: 'tool-call', toolCallId: 'c-ot', toolName: 'weather', input: '{"city":"Nice"}' }, finish('tool-calls', 1, 1)],
+  // a tool with no execute (the client runs it): the run ends at the call
+  clienttool: () => [meta('resp-ct'), ...text('t', ['Opening ', 'the map. ']),
+    { type: 'tool-call', toolCallId: 'c-ct', toolName: 'openMap', input: '{"place":"Rome"}' }, finish('tool-calls', 2, 2)],
+  // a step sent back, then text and a client tool's call: the run's text read from the message
+  retryclient: (prompt) => JSON.stringify(prompt).includes('Show it')
+    ? [meta('resp-rc2'), ...text('t', ['Okay. ']),
+       { type: 'tool-call', toolCallId: 'c-rc', toolName: 'openMap', input: '{"place":"Oslo"}' }, finish('tool-calls', 2, 2)]
+    : [meta('resp-rc1'), ...text('t', ['Sure.']), finish('stop', 1, 1)],
+  // a provider that reports no usage
+  nousage: () => [meta('resp-nu'), ...text('t', ['No ', 'count.']),
+    { type: 'finish', finishReason: { unified: 'stop', raw: 'stop' },
+      usage: { inputTokens: { total: undefined, noCache: undefined, cacheRead: undefined, cacheWrite: undefined },
+               outputTokens: { total: undefined, text: undefined, reasoning: undefined } } }],
+  // control characters, a line separator and a surrogate pair split across two deltas
+  controls: () => [meta('resp-cc'), ...text('t', ['a\u0000b\u001fc\u007f ', 'x\ud83d', '\ude00y ', '\u2029\\"q"']),
+    finish('stop', 1, 1)],
+  // structured output made by a second model from the first one's text
+  structured: () => [meta('resp-so'), ...text('t', ['The answer ', 'is 42.']), finish('stop', 3, 3)],
   // what the wire does not show (test_what_the_wire_does_not_show): an output processor that
   // aborts once the run is over, and one that never trips
   final: () => [meta('resp-fi'), ...text('t', ['All ', 'done.']), finish('stop', 3, 2)],
@@ -346,7 +364,19 @@ const deepHelper = new Agent({
     : [meta('resp-dh1'), { type: 'tool-call', toolCallId: 'c-dh', toolName: 'weather', input: '{"city":"Bern"}' }, finish('tool-calls', 1, 1)]),
   tools: { weather: weatherTool },
 });
+const openMapTool = createTool({
+  id: 'openMap', description: 'Opens a map in the client', inputSchema: z.object({ place: z.string() }),
+});
 const EXTRA = {
+  clienttool: { tools: { openMap: openMapTool } },
+  retryclient: {
+    tools: { openMap: openMapTool }, maxProcessorRetries: 1,
+    outputProcessors: [{ id: 'showit', processOutputStep: async ({ retryCount, toolCalls, abort }) => { if (!retryCount && !toolCalls?.length) abort('Show it', { retry: true }); } }],
+  },
+  structured: {
+    defaultOptions: { structuredOutput: { schema: z.object({ answer: z.number() }),
+      model: mockModel(() => [meta('resp-so2'), ...text('s', ['{"answer":', '42}']), finish('stop', 5, 2)]) } },
+  },
   openthought: { tools: { weather: weatherTool } },
   warned: { tools: { weather: weatherTool } },
   deeper: { agents: { deephelper: deepHelper } },
