@@ -30,7 +30,9 @@ piece by piece, on both paths; what we reassemble
 must be what the server's own MastraModelOutput resolves for the same agent, body and runId (its
 /expected route), every field the corpus's expected files record (the ids Mastra draws at random
 aside); and our message parts are held to the message the server keeps.  A workflow whose step
-runs an agent is streamed too (its records ended by 0x1E), the agent's run nested in it.
+runs an agent is streamed too (its records ended by 0x1E), the agent's run nested in it; and a
+run stopped for a tool call's approval, then approved or declined, the stream after the decision
+fed to the same Accumulator.
 
 Needs node and npm (the packages are installed once, from the npm registry); skipped without them
 unless CHUNKCODEC_REQUIRE_ORACLE is set, as .ci/run sets it.
@@ -45,6 +47,7 @@ import selectors
 import subprocess
 import tempfile
 import time
+import uuid
 
 import pytest
 
@@ -399,6 +402,39 @@ def test_a_workflow_streamed_over_http_gives_its_agents_run(server, codec):
     out = runs[agent_run]
     assert actual_view(out, exp) == expected_view(exp) and out.text == "It is sunny in Paris, 21.5°C ☀️."
     assert {r.run_id: r.to_mastra() for r in codec.accumulate(bytes(raw))} == {k: v.to_mastra() for k, v in runs.items()}
+
+
+@pytest.mark.parametrize("decision", ["approve", "decline"])
+def test_an_approval_and_the_stream_after_it_reassemble_as_the_server_resolves_them(server, codec, decision):
+    """A tool call that waits for approval ("approveme"), then POST /approve-tool-call (or
+    /decline-tool-call): its stream starts where the first stopped (a tool-result or
+    tool-output-denied, no start chunk), and its MastraModelOutput resolves the whole run, the
+    first stream's step included.  One Accumulator fed both streams, as they arrive, gives the
+    same, every field; the run ids are drawn at random, a UUID each, as a client's would be."""
+    run_id = str(uuid.uuid4())
+    acc = codec.Accumulator()
+    with httpx.stream("POST", f"{server}/api/agents/approveme/stream", json={"messages": "Remove 5", "runId": run_id},
+                      timeout=60) as r:
+        for piece in r.iter_raw():
+            acc.feed(piece)
+    assert acc.result().status == "suspended"
+    with httpx.stream("POST", f"{server}/api/agents/approveme/{decision}-tool-call",
+                      json={"runId": run_id, "toolCallId": "c-am"}, timeout=60) as r:
+        assert r.status_code == 200
+        for piece in r.iter_raw():
+            acc.feed(piece)
+    acc.close()
+    exp = httpx.post(f"{server}/expected-approved/approveme", json={
+        "messages": "Remove 5", "runId": str(uuid.uuid4()), "toolCallId": "c-am", "decline": decision == "decline"},
+        timeout=60).json()
+    out = acc.result()
+    assert out.run_id == run_id and list(acc.results()) == [run_id] and not out.invalid_frames
+    want, got = _ids_alike(expected_view(exp)), _ids_alike(actual_view(out, exp))
+    assert got == want
+    # (the text is the whole run's, as a run that was suspended has it)
+    assert (out.text, out.status, [s.text for s in out.steps]) == (
+        "Removing 5. Done with 5.", "success", ["Removing 5. ", "Done with 5."])
+    assert [r.payload.result for r in out.tool_results] == ([{"removed": 5}] if decision == "approve" else [])
 
 
 def test_the_readme_reads_an_agent_so(server):

@@ -293,6 +293,10 @@ const SCRIPTS = {
     finish('stop', 1, 1)],
   // structured output made by a second model from the first one's text
   structured: () => [meta('resp-so'), ...text('t', ['The answer ', 'is 42.']), finish('stop', 3, 3)],
+  // a call that waits for approval, then the answer once the tool ran (or was declined)
+  approveme: (prompt) => hasToolResult(prompt) ? [meta('resp-am2'), ...text('u', ['Done ', 'with 5.']), finish('stop', 6, 2)]
+    : [meta('resp-am1'), ...text('t', ['Removing 5. ']),
+       { type: 'tool-call', toolCallId: 'c-am', toolName: 'remove', input: '{"id":5}' }, finish('tool-calls', 4, 3)],
   // what the wire does not show (test_what_the_wire_does_not_show): an output processor that
   // aborts once the run is over, and one that never trips
   final: () => [meta('resp-fi'), ...text('t', ['All ', 'done.']), finish('stop', 3, 2)],
@@ -368,6 +372,7 @@ const openMapTool = createTool({
   id: 'openMap', description: 'Opens a map in the client', inputSchema: z.object({ place: z.string() }),
 });
 const EXTRA = {
+  approveme: { tools: { remove: removeTool } },
   clienttool: { tools: { openMap: openMapTool } },
   retryclient: {
     tools: { openMap: openMapTool }, maxProcessorRetries: 1,
@@ -528,6 +533,18 @@ const app = new Hono();
 app.post('/expected/:id', async (c) => {
   const body = await c.req.json();
   const out = await mastra.getAgent(c.req.param('id')).stream(body.messages, { runId: body.runId });
+  await out.consumeStream();
+  return c.json(await resolved(out));
+});
+// (the same for a run whose tool call waits for approval, then approved: what the approval's
+// stream resolved)
+app.post('/expected-approved/:id', async (c) => {
+  const body = await c.req.json();
+  const agent = mastra.getAgent(c.req.param('id'));
+  const first = await agent.stream(body.messages, { runId: body.runId });
+  await first.consumeStream();
+  const out = await (body.decline ? agent.declineToolCall({ runId: body.runId, toolCallId: body.toolCallId })
+    : agent.approveToolCall({ runId: body.runId, toolCallId: body.toolCallId }));
   await out.consumeStream();
   return c.json(await resolved(out));
 });
