@@ -32,7 +32,7 @@ must be what the server's own MastraModelOutput resolves for the same agent, bod
 aside); and our message parts are held to the message the server keeps.  A workflow whose step
 runs an agent is streamed too (its records ended by 0x1E), the agent's run nested in it; and a
 run stopped for a tool call's approval, then approved or declined, the stream after the decision
-fed to the same Accumulator.
+fed to the same Accumulator; and a workflow whose step is an agent itself.
 
 Needs node and npm (the packages are installed once, from the npm registry); skipped without them
 unless CHUNKCODEC_REQUIRE_ORACLE is set, as .ci/run sets it.
@@ -402,6 +402,30 @@ def test_a_workflow_streamed_over_http_gives_its_agents_run(server, codec):
     out = runs[agent_run]
     assert actual_view(out, exp) == expected_view(exp) and out.text == "It is sunny in Paris, 21.5°C ☀️."
     assert {r.run_id: r.to_mastra() for r in codec.accumulate(bytes(raw))} == {k: v.to_mastra() for k, v in runs.items()}
+
+
+def test_a_workflow_whose_step_is_an_agent_gives_the_agents_run(server, codec):
+    """A workflow step made of an agent itself (createStep(agent), "asked"): Mastra streams the
+    agent's chunks nested in workflow-step-output, the chunks the agent route sends, and they
+    reassemble as the agent's own run, to what the same agent resolves for the same prompt there
+    (its /expected route), every field the corpus records.  Where the wire does not show what
+    the server does (README): inside the workflow Mastra resolves the agent's text as the text of
+    all its steps (the step's output is that), not the last step's after a tool step."""
+    wf = f"wf-asked-{codec.name}"
+    body = httpx.post(f"{server}/api/workflows/asked/stream?runId={wf}", json={"inputData": {"city": "Paris"}},
+                      timeout=60).content
+    runs = {r.run_id: r for r in codec.accumulate(body)}
+    (agent_run,) = [k for k in runs if k != wf]
+    (step,) = [c for c in codec.iter_chunks(body)
+               if type(c).__name__ == "WorkflowStepResult" and c.payload.id == "weather"]
+    out = runs[agent_run]
+    assert out.text == "It is sunny in Paris, 21.5°C ☀️."
+    assert step.payload.output["text"] == "Let me check the weather. " + out.text
+    exp = httpx.post(f"{server}/expected/weather", json={"messages": AGENTS["weather"], "runId": str(uuid.uuid4())},
+                     timeout=60).json()
+    assert _UUID.fullmatch(agent_run)
+    assert _ids_alike(actual_view(out, exp)) == _ids_alike(expected_view(exp))
+    assert (runs[wf].text, runs[wf].steps) == ("", [])
 
 
 @pytest.mark.parametrize("decision", ["approve", "decline"])

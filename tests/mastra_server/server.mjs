@@ -505,7 +505,15 @@ const ask = createStep({
 const shout = createWorkflow({
   id: 'shout', inputSchema: z.object({ text: z.string() }), outputSchema: z.object({ runId: z.string(), resolved: z.any() }),
 }).then(upper).then(ask).commit();
-const mastra = new Mastra({ agents: { ...agents, helper, deephelper: deepHelper }, workflows: { shout }, logger: false });
+// a workflow whose step is an agent itself (createStep(agent)), after a step that maps the input
+const toPrompt = createStep({
+  id: 'to-prompt', inputSchema: z.object({ city: z.string() }), outputSchema: z.object({ prompt: z.string() }),
+  execute: async ({ inputData }) => ({ prompt: `What is the weather in ${inputData.city}?` }),
+});
+const asked = createWorkflow({
+  id: 'asked', inputSchema: z.object({ city: z.string() }), outputSchema: z.object({ text: z.string() }),
+}).then(toPrompt).then(createStep(agents.weather)).commit();
+const mastra = new Mastra({ agents: { ...agents, helper, deephelper: deepHelper }, workflows: { shout, asked }, logger: false });
 
 const FIELDS = ['text', 'reasoningText', 'reasoning', 'toolCalls', 'toolResults', 'usage', 'totalUsage',
   'finishReason', 'object', 'sources', 'files', 'warnings', 'providerMetadata', 'steps'];
