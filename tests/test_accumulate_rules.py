@@ -567,6 +567,17 @@ def test_parts_rules_mastra_builds_them_by(codec):
                      line("data-progress", data={"v": 1}, run=None),
                      line("text-delta", {"id": "t", "text": "", "providerMetadata": {"p": 1}})])
     assert [p["type"] for p in r.parts] == ["tool-invocation", "step-start", "text", "data-progress"]
+    # a null result: buildMessagesFromChunks leaves it out (so a provider-executed tool's stays a
+    # call), but the loop merges the result of a tool it ran into the call's part, null too
+    # ("voidtool" in test_mastra_server)
+    call = line("tool-call", {"toolCallId": "a", "toolName": "w", "args": {}, "providerMetadata": {"p": 1}})
+    r = ways(codec, [call, line("tool-result", {"toolCallId": "a", "toolName": "w", "result": None,
+                                                "providerMetadata": {"q": 2}})])
+    assert r.parts == [{"type": "tool-invocation", "providerMetadata": {"p": 1}, "toolInvocation": {
+        "state": "result", "toolCallId": "a", "toolName": "w", "args": {}, "result": None}}]
+    r = ways(codec, [call, line("tool-result", {"toolCallId": "a", "toolName": "w", "result": None,
+                                                "providerExecuted": True})])
+    assert r.parts[0]["toolInvocation"]["state"] == "call"
     # the error text: a message blank as JavaScript's trim() has it gives Mastra's fallback
     for message, text in (("\u3000\ufeff ", "Tool execution failed"), ("\x1f", "\x1f"), ("", "Tool execution failed")):
         r = ways(codec, [line("tool-call", {"toolCallId": "a", "toolName": "w", "args": {}}),

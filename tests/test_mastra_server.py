@@ -24,7 +24,10 @@ reasoning-start with no delta, a text-start's metadata waiting across the step's
 without arguments; a content filter; two signed reasoning blocks, an id reused in the next step;
 a tool whose output fails its schema; a tool the client runs (no execute), after a step sent
 back too; a provider that reports no usage; control characters and a surrogate pair split across
-two deltas; structured output made by a model of its own.  Each agent's
+two deltas; structured output made by a model of its own; text blocks numbered per response,
+the same ids in both steps; a sub-agent that fails; tools that return nothing, a string and null,
+one writing tool-output that is no agent's chunk; reasoning and nothing else; no output at all.
+Each agent's
 `POST /api/agents/:id/stream` body is read with httpx as it arrives and fed to an Accumulator
 piece by piece, on both paths; what we reassemble
 must be what the server's own MastraModelOutput resolves for the same agent, body and runId (its
@@ -141,6 +144,11 @@ AGENTS = {
     "nousage": "Hi",
     "controls": "Hi",
     "structured": "What is it?",
+    "numbered": "Oslo?",
+    "subfail": "Go",
+    "voidtool": "Go",
+    "thinkonly": "Hm",
+    "empty": "Hm",
 }
 
 
@@ -190,7 +198,10 @@ def test_an_agent_streamed_over_http_reassembles_as_the_server_resolves_it(serve
     runs = codec.accumulate(bytes(raw))
     assert _ids_alike(actual_view(_run(runs, body["runId"]), exp)) == got
     # (and no other run: a structuring model's object chunks carry its run id, but are this run's)
-    assert len(runs) == (2 if agent in ("delegating", "deeper") else 1), [r.run_id for r in runs]
+    assert len(runs) == (2 if agent in ("delegating", "deeper", "subfail") else 1), [r.run_id for r in runs]
+    if agent == "subfail":
+        (sub,) = [r for r in runs if r.run_id != body["runId"]]
+        assert (sub.text, sub.status, sub.error["message"], out.text) == ("Half ", "failed", "helper broke", "It failed.")
     if agent in ("delegating", "deeper"):
         (sub,) = [r for r in runs if r.run_id != body["runId"]]
         assert (sub.text, out.text) == {"delegating": ("Helper says hi.", "The helper answered."),
@@ -221,17 +232,23 @@ def test_the_message_parts_are_those_the_server_keeps(server, codec, agent):
             {"name": "Error", "message": "boom late"}
         assert theirs == ours + [{"type": "error", "error": error}]
     else:
-        if agent in ("tools", "unknown"):
+        if agent in ("tools", "unknown", "subfail"):
             # (the server's errorText is the Error's message; the chunk has only its name for a
-            # tool the agent lacks, ToolNotFoundError; its message is in the next step-finish's
-            # history, which we do not read)
+            # tool the agent lacks, ToolNotFoundError, whose message is in the next step-finish's
+            # history, which we do not read, and for a sub-agent that failed its cause's; the
+            # server may give that failed call the sub-agent's thread and resource ids as a
+            # result, in some runs and not others)
             call, text, their_text = {
                 "tools": ("c-b", "broken: nope", "broken: nope"),
-                "unknown": ("c-un", '{"name":"ToolNotFoundError"}', 'Tool "teleport" not found. ')}[agent]
+                "unknown": ("c-un", '{"name":"ToolNotFoundError"}', 'Tool "teleport" not found. '),
+                "subfail": ("c-sf", "Failed agent tool execution", "[Agent:subfail] - Failed agent tool execution")}[agent]
             (failed,) = [p["toolInvocation"] for p in ours if p.get("toolInvocation", {}).get("toolCallId") == call]
             (their,) = [p["toolInvocation"] for p in theirs if p.get("toolInvocation", {}).get("toolCallId") == call]
             assert text in failed["errorText"] and their["errorText"].startswith(their_text), (failed, their)
             failed["errorText"] = their["errorText"]
+            if agent == "subfail" and "result" in their:
+                assert set(their["result"]) == {"subAgentThreadId", "subAgentResourceId"} and "result" not in failed
+                failed["result"] = their["result"]
         assert ours == theirs
     assert any(p["type"].startswith("data-") for p in theirs) == (agent in ("tools", "tagged", "noted"))
 
@@ -331,6 +348,14 @@ def test_the_scripted_runs_are_what_they_are_meant_to_be(server):
     assert runs["nousage"]["usage"]["value"] == {"totalTokens": 0, "raw": {"inputTokens": {}, "outputTokens": {}}}
     assert runs["controls"]["text"]["value"] == 'a\x00b\x1fc\x7f x\U0001f600y \u2029\\"q"'
     assert runs["structured"]["object"]["value"] == {"answer": 42}
+    nb = [(p["type"], p.get("text")) for p in _persisted(runs["numbered"])]
+    assert nb == [("text", "Checking. "), ("tool-invocation", None), ("step-start", None), ("text", "Done.")]
+    assert runs["subfail"]["toolResults"]["value"] == [] and runs["subfail"]["text"]["value"] == "It failed."
+    vt = {p["toolInvocation"]["toolCallId"]: (p["toolInvocation"]["state"], p["toolInvocation"].get("result"))
+          for p in _persisted(runs["voidtool"])}
+    assert vt == {"c-v1": ("call", None), "c-v2": ("result", "just words"), "c-v3": ("result", None)}
+    assert (runs["thinkonly"]["text"]["value"], runs["thinkonly"]["reasoningText"]["value"]) == ("", "Just thinking.")
+    assert (runs["empty"]["text"]["value"], _persisted(runs["empty"])) == ("", [])
 
 
 def test_what_the_wire_does_not_show(server, codec):

@@ -999,10 +999,13 @@ class _Run:
     def _parts(self, dec: _Memo) -> List[dict]:
         """The parts of the message Mastra persists (``buildMessagesFromChunks``, with the agent
         loop's step boundaries and rollbacks, and its data parts where it puts them)."""
+        # (buildMessagesFromChunks takes a result that is not null or undefined; the loop builds a
+        # step's parts of the model's own chunks, where only a provider-executed tool's result is,
+        # and merges the results of the tools it ran into the message itself, null ones too)
         results = {}
         for c in self.tool_results:
-            r = _v(c.payload.result)
-            if r is not None:
+            r = c.payload.result
+            if r is not None and r is not UNSET or r is None and getattr(c.payload, "providerExecuted", UNSET) is not True:
                 results[c.payload.toolCallId] = c
         out: List[dict] = []
         # a step-start goes before a text part that comes right after a tool invocation in the
@@ -1053,11 +1056,13 @@ class _Run:
                 executed = getattr(p, "providerExecuted", UNSET)
                 res = results.get(cid)
                 if res is not None:
-                    # (the result's providerExecuted, and its providerMetadata, else the call's)
                     inv["state"] = "result"
                     inv["result"] = res.payload.result
-                    pm = _merged_item_ids(pm, getattr(res.payload, "providerMetadata", UNSET))
-                    executed = getattr(res.payload, "providerExecuted", UNSET)
+                    if inv["result"] is not None:
+                        # (the result's providerExecuted, and its providerMetadata, else the call's;
+                        # a null one only the loop merges, into the call's part as it is)
+                        pm = _merged_item_ids(pm, getattr(res.payload, "providerMetadata", UNSET))
+                        executed = getattr(res.payload, "providerExecuted", UNSET)
                 d = {"type": "tool-invocation", "toolInvocation": inv}
                 if pm is not UNSET:
                     d["providerMetadata"] = pm

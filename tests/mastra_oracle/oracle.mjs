@@ -81,6 +81,15 @@ function persistedParts(chunks) {
   let late = [];      // data parts that go after the step's parts
   const endStep = () => {
     const msgs = buildMessagesFromChunks({ chunks: step, messageId: 'msg-oracle' });
+    // (the result of a tool the loop ran is merged into the message by the loop, not by
+    // buildMessagesFromChunks, which leaves a null one out)
+    const nulls = new Set(step.filter((ch) => ch.type === 'tool-result' && ch.payload?.result === null &&
+      ch.payload?.providerExecuted !== true).map((ch) => ch.payload.toolCallId));
+    for (const p of msgs.length ? msgs[0].content.parts : []) {
+      if (p.type === 'tool-invocation' && p.toolInvocation.state === 'call' && nulls.has(p.toolInvocation.toolCallId)) {
+        p.toolInvocation = { ...p.toolInvocation, state: 'result', result: null };
+      }
+    }
     if (msgs.length) out.push(...msgs[0].content.parts);
     out.push(...late);
     step = [];

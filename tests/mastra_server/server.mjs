@@ -297,6 +297,24 @@ const SCRIPTS = {
   approveme: (prompt) => hasToolResult(prompt) ? [meta('resp-am2'), ...text('u', ['Done ', 'with 5.']), finish('stop', 6, 2)]
     : [meta('resp-am1'), ...text('t', ['Removing 5. ']),
        { type: 'tool-call', toolCallId: 'c-am', toolName: 'remove', input: '{"id":5}' }, finish('tool-calls', 4, 3)],
+  // blocks numbered per response: the same id in both steps
+  numbered: (prompt) => hasToolResult(prompt) ? [meta('resp-nb2'), ...text('0', ['Done.']), finish('stop', 1, 1)]
+    : [meta('resp-nb1'), ...text('0', ['Checking. ']),
+       { type: 'tool-call', toolCallId: 'c-nb', toolName: 'weather', input: '{"city":"Oslo"}' }, finish('tool-calls', 1, 1)],
+  // a sub-agent that fails
+  subfail: (prompt, tools) => hasToolResult(prompt) || prompt.some((m) => m.role === 'assistant')
+    ? [meta('resp-sf2'), ...text('t', ['It failed.']), finish('stop', 1, 1)]
+    : [meta('resp-sf1'), { type: 'tool-call', toolCallId: 'c-sf', toolName: tools[0], input: '{"prompt":"go"}' },
+       finish('tool-calls', 1, 1)],
+  // tools that return nothing, a string, null, and write tool-output chunks that are no agent's
+  voidtool: (prompt) => hasToolResult(prompt) ? [meta('resp-vt2'), ...text('t', ['Fine.']), finish('stop', 1, 1)]
+    : [meta('resp-vt1'), { type: 'tool-call', toolCallId: 'c-v1', toolName: 'nothing', input: '{}' },
+       { type: 'tool-call', toolCallId: 'c-v2', toolName: 'words', input: '{}' },
+       { type: 'tool-call', toolCallId: 'c-v3', toolName: 'nil', input: '{}' }, finish('tool-calls', 1, 1)],
+  // reasoning only, then nothing at all
+  thinkonly: () => [meta('resp-to'), { type: 'reasoning-start', id: 'r' }, { type: 'reasoning-delta', id: 'r', delta: 'Just thinking.' },
+    { type: 'reasoning-end', id: 'r' }, finish('stop', 1, 1)],
+  empty: () => [meta('resp-em'), finish('stop', 1, 0)],
   // what the wire does not show (test_what_the_wire_does_not_show): an output processor that
   // aborts once the run is over, and one that never trips
   final: () => [meta('resp-fi'), ...text('t', ['All ', 'done.']), finish('stop', 3, 2)],
@@ -371,7 +389,20 @@ const deepHelper = new Agent({
 const openMapTool = createTool({
   id: 'openMap', description: 'Opens a map in the client', inputSchema: z.object({ place: z.string() }),
 });
+const failHelper = new Agent({
+  id: 'failhelper', name: 'failhelper', description: 'Fails', instructions: 'You fail.',
+  model: mockModel(() => [meta('resp-fh'), ...text('h', ['Half ']), { type: 'error', error: new Error('helper broke') }]),
+});
+const nothingTool = createTool({
+  id: 'nothing', description: 'Returns nothing', inputSchema: z.object({}),
+  execute: async (_, { writer }) => { await writer?.write({ type: 'progress', pct: 50 }); },
+});
+const wordsTool = createTool({ id: 'words', description: 'A string', inputSchema: z.object({}), execute: async () => 'just words' });
+const nilTool = createTool({ id: 'nil', description: 'null', inputSchema: z.object({}), execute: async () => null });
 const EXTRA = {
+  numbered: { tools: { weather: weatherTool } },
+  subfail: { agents: { failhelper: failHelper } },
+  voidtool: { tools: { nothing: nothingTool, words: wordsTool, nil: nilTool } },
   approveme: { tools: { remove: removeTool } },
   clienttool: { tools: { openMap: openMapTool } },
   retryclient: {
@@ -384,7 +415,7 @@ const EXTRA = {
   },
   openthought: { tools: { weather: weatherTool } },
   warned: { tools: { weather: weatherTool } },
-  deeper: { agents: { deephelper: deepHelper } },
+  deeper: { agents: { deephelper: deepHelper, failhelper: failHelper } },
   unknown: { tools: { weather: weatherTool } },
   openspan: { tools: { weather: weatherTool } },
   noargs: { tools: { clock: clockTool } },
@@ -513,7 +544,7 @@ const toPrompt = createStep({
 const asked = createWorkflow({
   id: 'asked', inputSchema: z.object({ city: z.string() }), outputSchema: z.object({ text: z.string() }),
 }).then(toPrompt).then(createStep(agents.weather)).commit();
-const mastra = new Mastra({ agents: { ...agents, helper, deephelper: deepHelper }, workflows: { shout, asked }, logger: false });
+const mastra = new Mastra({ agents: { ...agents, helper, deephelper: deepHelper, failhelper: failHelper }, workflows: { shout, asked }, logger: false });
 
 const FIELDS = ['text', 'reasoningText', 'reasoning', 'toolCalls', 'toolResults', 'usage', 'totalUsage',
   'finishReason', 'object', 'sources', 'files', 'warnings', 'providerMetadata', 'steps'];
