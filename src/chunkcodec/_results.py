@@ -134,7 +134,8 @@ class PartialJSON:
     ``feed(text)`` consumes only the new characters; ``value()`` returns the value so far with open
     strings, arrays and objects closed, as Mastra's client does for live UIs: an unfinished string
     is kept as far as it goes, an unfinished key is dropped, an unfinished literal is completed
-    when it can only be one of true/false/null, an unfinished number is kept if it parses.
+    when it can only be one of true/false/null, an unfinished number is kept as far as its last
+    digit (tests/test_mastra_oracle.py holds every prefix to Mastra's parsePartialJson).
     Containers are built as tokens complete, so each call costs the new characters plus the depth.
     The containers are live: later deltas update them in place (copy to keep a snapshot).
     """
@@ -305,10 +306,15 @@ class PartialJSON:
         if st == "str":
             pending = "".join(self.tok)
         elif st == "num":
-            try:
-                pending = json.loads("".join(self.tok))
-            except ValueError:
-                pending = UNSET
+            # (as far as its last digit, as Mastra's parsePartialJson keeps it: "3." is 3,
+            # "1.5e-" 1.5, a lone "-" nothing)
+            t = "".join(self.tok)
+            while t:
+                try:
+                    pending = json.loads(t)
+                    break
+                except ValueError:
+                    t = t.rstrip(".eE+-") if t[-1] in ".eE+-" else ""
         elif st == "lit":
             tok = "".join(self.tok)
             full = _LITERALS.get(tok[:1], "")

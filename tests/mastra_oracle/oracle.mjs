@@ -5,7 +5,8 @@
 // hands MastraModelOutput.  stdout: a JSON array with, for each stream, what a client receives
 // (`wire`: each chunk of fullStream as JSON.stringify wrote it when it arrived, as the corpus was
 // recorded) and what Mastra resolved, in the shape of the corpus's .expected.json files; and
-// `parts`, the parts of the message Mastra keeps for that wire (persistedParts).
+// `parts`, the parts of the message Mastra keeps for that wire (persistedParts).  With the argument
+// `partial`: what Mastra's parsePartialJson makes of tool arguments cut short (below).
 import { readdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
@@ -166,11 +167,21 @@ let input = '';
 process.stdin.setEncoding('utf8');
 for await (const d of process.stdin) input += d;
 const results = [];
-for (const s of JSON.parse(input)) {
-  try {
-    results.push(await run(s));
-  } catch (e) {
-    results.push({ oracleError: String(e?.stack || e) });
+if (process.argv[2] === 'partial') {
+  // `node oracle.mjs partial`: stdin a JSON array of texts (tool arguments as far as they have
+  // streamed); stdout what Mastra's parsePartialJson makes of each ({value} or {failed: state})
+  const parsePartialJson = await internal('parsePartialJson');
+  for (const t of JSON.parse(input)) {
+    const r = await parsePartialJson(t);
+    results.push(r.value === undefined ? { failed: r.state } : { value: r.value });
+  }
+} else {
+  for (const s of JSON.parse(input)) {
+    try {
+      results.push(await run(s));
+    } catch (e) {
+      results.push({ oracleError: String(e?.stack || e) });
+    }
   }
 }
 process.stdout.write(JSON.stringify(results));
