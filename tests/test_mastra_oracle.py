@@ -304,6 +304,11 @@ def test_the_rules_the_unit_tests_state_are_mastras(oracle_dir, codec):
          ch("error", {"error": "e"}), fin({}, "finish")],
         [ch("error", {"error": "e"}), {"type": "object-result", "runId": "run-0", "from": "AGENT", "object": {"a": 1}},
          fin({}, "finish")],
+        # a step without step-start: a data part in it with the model's output after it is
+        # before that step's parts, after the step before
+        [ch("text-delta", {"id": "t", "text": "a"}), ch("tool-call", {"toolCallId": "c", "toolName": "w", "args": {}}),
+         fin({}, reason="tool-calls"), {"type": "data-x", "data": 1}, ch("text-delta", {"id": "u", "text": "b"}),
+         {"type": "data-x", "data": 2}, fin({}), fin({}, "finish")],
         # parts left open at a step's end end there (the loop builds each step's parts apart)
         [ch("step-start", {}), ch("text-start", {"id": "t", "providerMetadata": {"s": 1}}),
          ch("text-delta", {"id": "t", "text": "a"}), ch("reasoning-delta", {"id": "r", "text": "x"}),

@@ -698,7 +698,8 @@ class _Run:
             self.open_text[id_] = part
             if self.ended:
                 # a step ended with no step-start after it (not Mastra's loop, which always sends
-                # one): a text now does not come right after a tool invocation of that step
+                # one): a text now does not come right after a tool invocation of that step, and
+                # a data part now is not before that step's parts
                 self.ended = False
                 self.seq.append(("end", None))
             self.seq.append(("span", part))
@@ -1137,6 +1138,8 @@ class _Run:
                     out += late
                     late = None
                 after_tool = False
+                seg_start = len(out)
+                early = 0
             else:           # "retry" (the step's late data parts go with it)
                 late = None
                 del out[max(boundary, 0):]
@@ -1477,6 +1480,9 @@ def _other(acc: "AccumulatorBase", chunk: Any) -> None:
         handle(acc, run, chunk, getattr(chunk, "payload", UNSET))
     elif tag is None and isinstance(chunk, _c.DataChunk):
         if chunk.transient is not True:
+            if run.ended:       # (see text_part)
+                run.ended = False
+                run.seq.append(("end", None))
             run.seq.append(("data", (chunk, run.stamp())))
             run.seg_data = True
 
