@@ -26,8 +26,8 @@ a tool whose output fails its schema; a tool the client runs (no execute), after
 back too; a provider that reports no usage; control characters and a surrogate pair split across
 two deltas; structured output made by a model of its own; text blocks numbered per response,
 the same ids in both steps; a sub-agent that fails; tools that return nothing, a string and null,
-one writing tool-output that is no agent's chunk; reasoning and nothing else; no output at all.
-Each agent's
+one writing tool-output that is no agent's chunk; reasoning and nothing else; no output at all;
+a tool that writes a data part twice under one id, and a transient one.  Each agent's
 `POST /api/agents/:id/stream` body is read with httpx as it arrives and fed to an Accumulator
 piece by piece, on both paths; what we reassemble
 must be what the server's own MastraModelOutput resolves for the same agent, body and runId (its
@@ -149,6 +149,7 @@ AGENTS = {
     "voidtool": "Go",
     "thinkonly": "Hm",
     "empty": "Hm",
+    "status": "Go",
 }
 
 
@@ -250,7 +251,7 @@ def test_the_message_parts_are_those_the_server_keeps(server, codec, agent):
                 assert set(their["result"]) == {"subAgentThreadId", "subAgentResourceId"} and "result" not in failed
                 failed["result"] = their["result"]
         assert ours == theirs
-    assert any(p["type"].startswith("data-") for p in theirs) == (agent in ("tools", "tagged", "noted"))
+    assert any(p["type"].startswith("data-") for p in theirs) == (agent in ("tools", "tagged", "noted", "status"))
 
 
 def test_the_scripted_runs_are_what_they_are_meant_to_be(server):
@@ -356,6 +357,9 @@ def test_the_scripted_runs_are_what_they_are_meant_to_be(server):
     assert vt == {"c-v1": ("call", None), "c-v2": ("result", "just words"), "c-v3": ("result", None)}
     assert (runs["thinkonly"]["text"]["value"], runs["thinkonly"]["reasoningText"]["value"]) == ("", "Just thinking.")
     assert (runs["empty"]["text"]["value"], _persisted(runs["empty"])) == ("", [])
+    # (the server keeps both data parts of the one id, without the id, and not the transient one)
+    assert [p.get("data") for p in _persisted(runs["status"]) if p["type"].startswith("data-")] == [
+        {"state": "working"}, {"state": "done"}]
 
 
 def test_what_the_wire_does_not_show(server, codec):

@@ -315,6 +315,9 @@ const SCRIPTS = {
   thinkonly: () => [meta('resp-to'), { type: 'reasoning-start', id: 'r' }, { type: 'reasoning-delta', id: 'r', delta: 'Just thinking.' },
     { type: 'reasoning-end', id: 'r' }, finish('stop', 1, 1)],
   empty: () => [meta('resp-em'), finish('stop', 1, 0)],
+  // a tool that writes the same data part (by id) twice, as a status that changes
+  status: (prompt) => hasToolResult(prompt) ? [meta('resp-st2'), ...text('t', ['Ready.']), finish('stop', 1, 1)]
+    : [meta('resp-st1'), { type: 'tool-call', toolCallId: 'c-st', toolName: 'stepper', input: '{}' }, finish('tool-calls', 1, 1)],
   // what the wire does not show (test_what_the_wire_does_not_show): an output processor that
   // aborts once the run is over, and one that never trips
   final: () => [meta('resp-fi'), ...text('t', ['All ', 'done.']), finish('stop', 3, 2)],
@@ -399,7 +402,17 @@ const nothingTool = createTool({
 });
 const wordsTool = createTool({ id: 'words', description: 'A string', inputSchema: z.object({}), execute: async () => 'just words' });
 const nilTool = createTool({ id: 'nil', description: 'null', inputSchema: z.object({}), execute: async () => null });
+const stepperTool = createTool({
+  id: 'stepper', description: 'Reports a status that changes', inputSchema: z.object({}),
+  execute: async (_, { writer }) => {
+    await writer.custom({ type: 'data-status', id: 'st-1', data: { state: 'working' } });
+    await writer.custom({ type: 'data-status', id: 'st-1', data: { state: 'done' } });
+    await writer.custom({ type: 'data-note', data: { n: 1 }, transient: true });
+    return { ok: true };
+  },
+});
 const EXTRA = {
+  status: { tools: { stepper: stepperTool } },
   numbered: { tools: { weather: weatherTool } },
   subfail: { agents: { failhelper: failHelper } },
   voidtool: { tools: { nothing: nothingTool, words: wordsTool, nil: nilTool } },
