@@ -27,7 +27,8 @@ back too; a provider that reports no usage; control characters and a surrogate p
 two deltas; structured output made by a model of its own; text blocks numbered per response,
 the same ids in both steps; a sub-agent that fails; tools that return nothing, a string and null,
 one writing tool-output that is no agent's chunk; reasoning and nothing else; no output at all;
-a tool that writes a data part twice under one id, and a transient one.  Each agent's
+a tool that writes a data part twice under one id, and a transient one; a provider-executed
+tool whose call and result carry different Responses item ids.  Each agent's
 `POST /api/agents/:id/stream` body is read with httpx as it arrives and fed to an Accumulator
 piece by piece, on both paths; what we reassemble
 must be what the server's own MastraModelOutput resolves for the same agent, body and runId (its
@@ -150,6 +151,7 @@ AGENTS = {
     "thinkonly": "Hm",
     "empty": "Hm",
     "status": "Go",
+    "itemids": "Search",
 }
 
 
@@ -360,6 +362,8 @@ def test_the_scripted_runs_are_what_they_are_meant_to_be(server):
     # (the server keeps both data parts of the one id, without the id, and not the transient one)
     assert [p.get("data") for p in _persisted(runs["status"]) if p["type"].startswith("data-")] == [
         {"state": "working"}, {"state": "done"}]
+    (ws,) = [p for p in _persisted(runs["itemids"]) if p["type"] == "tool-invocation"]
+    assert ws["providerMetadata"] == {"openai": {"itemId": "ws_call", "resultItemId": "ws_out"}}
 
 
 def test_what_the_wire_does_not_show(server, codec):

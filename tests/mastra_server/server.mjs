@@ -318,6 +318,17 @@ const SCRIPTS = {
   // a tool that writes the same data part (by id) twice, as a status that changes
   status: (prompt) => hasToolResult(prompt) ? [meta('resp-st2'), ...text('t', ['Ready.']), finish('stop', 1, 1)]
     : [meta('resp-st1'), { type: 'tool-call', toolCallId: 'c-st', toolName: 'stepper', input: '{}' }, finish('tool-calls', 1, 1)],
+  // a provider-executed tool whose call and result carry different Responses item ids, streamed
+  // input with metadata on its start
+  itemids: () => [meta('resp-ii'),
+    { type: 'tool-input-start', id: 'ws-2', toolName: 'web_search', providerExecuted: true, providerMetadata: { openai: { itemId: 'ws_call' } } },
+    { type: 'tool-input-delta', id: 'ws-2', delta: '{"q":"x"}' }, { type: 'tool-input-end', id: 'ws-2' },
+    { type: 'tool-call', toolCallId: 'ws-2', toolName: 'web_search', input: '{"q":"x"}', providerExecuted: true,
+      providerMetadata: { openai: { itemId: 'ws_call' } } },
+    { type: 'tool-result', toolCallId: 'ws-2', toolName: 'web_search', result: { hits: 1 }, providerExecuted: true,
+      providerMetadata: { openai: { itemId: 'ws_out' } } },
+    { type: 'text-start', id: 'msg_9', providerMetadata: { openai: { itemId: 'msg_9' } } },
+    { type: 'text-delta', id: 'msg_9', delta: 'One hit.' }, { type: 'text-end', id: 'msg_9' }, finish('stop', 2, 2)],
   // what the wire does not show (test_what_the_wire_does_not_show): an output processor that
   // aborts once the run is over, and one that never trips
   final: () => [meta('resp-fi'), ...text('t', ['All ', 'done.']), finish('stop', 3, 2)],
