@@ -408,6 +408,24 @@ def test_a_part_repeated_in_a_later_step(server, codec):
     assert theirs == ours[:3] + ours[4:]
 
 
+def test_a_tool_call_id_reused_in_a_later_step(server, codec):
+    """Where we part from the server on purpose, a second time: a provider that numbers its tool
+    call ids per response ("reuse": call_0 in each step).  The server's message list keeps one
+    invocation per toolCallId, so the second call merges into the first: the kept part has the
+    first call's arguments and the last call's result, and the model, sent that history, never
+    sees its second call answered and calls again until maxSteps.  The run's fields agree; our
+    parts keep one invocation per call, as the stream has them (README, "parts")."""
+    out, exp = _served(server, codec, "reuse", "Rome and Oslo")
+    want, got = _ids_alike(expected_view(exp)), _ids_alike(actual_view(out, exp))
+    assert got == want and [s["finishReason"] for s in want["steps"]] == ["tool-calls"] * 5
+    theirs = _persisted(exp)
+    assert [p["type"] for p in theirs] == ["tool-invocation", "step-start"]
+    assert (theirs[0]["toolInvocation"]["args"], theirs[0]["toolInvocation"]["result"]["city"]) == ({"city": "Rome"}, "Oslo")
+    calls = [p["toolInvocation"] for p in out.parts if p["type"] == "tool-invocation"]
+    assert [c["args"]["city"] for c in calls] == ["Rome"] + ["Oslo"] * 4
+    assert [p["type"] for p in out.parts] == ["tool-invocation", "step-start"] * 4 + ["tool-invocation"]
+
+
 def test_a_workflow_streamed_over_http_gives_its_agents_run(server, codec):
     """A workflow's stream (records ended by 0x1E, the framing told from the first bytes) read
     piece by piece as it arrives: every record decodes to its typed chunk and encodes back to its

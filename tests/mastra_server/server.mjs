@@ -329,6 +329,15 @@ const SCRIPTS = {
       providerMetadata: { openai: { itemId: 'ws_out' } } },
     { type: 'text-start', id: 'msg_9', providerMetadata: { openai: { itemId: 'msg_9' } } },
     { type: 'text-delta', id: 'msg_9', delta: 'One hit.' }, { type: 'text-end', id: 'msg_9' }, finish('stop', 2, 2)],
+  // a provider that numbers tool call ids per response: the same id in two steps
+  reuse: (prompt) => {
+    const n = prompt.filter((m) => m.role === 'tool').length;
+    if (n === 0) return [meta('resp-ru1'), { type: 'tool-call', toolCallId: 'call_0', toolName: 'weather', input: '{"city":"Rome"}' }, finish('tool-calls', 1, 1)];
+    if (n === 1) return [meta('resp-ru2'), { type: 'tool-input-start', id: 'call_0', toolName: 'weather' },
+      { type: 'tool-input-delta', id: 'call_0', delta: '{"city":"Oslo"}' }, { type: 'tool-input-end', id: 'call_0' },
+      { type: 'tool-call', toolCallId: 'call_0', toolName: 'weather', input: '{"city":"Oslo"}' }, finish('tool-calls', 1, 1)];
+    return [meta('resp-ru3'), ...text('t', ['Both.']), finish('stop', 1, 1)];
+  },
   // what the wire does not show (test_what_the_wire_does_not_show): an output processor that
   // aborts once the run is over, and one that never trips
   final: () => [meta('resp-fi'), ...text('t', ['All ', 'done.']), finish('stop', 3, 2)],
@@ -423,6 +432,7 @@ const stepperTool = createTool({
   },
 });
 const EXTRA = {
+  reuse: { tools: { weather: weatherTool } },
   status: { tools: { stepper: stepperTool } },
   numbered: { tools: { weather: weatherTool } },
   subfail: { agents: { failhelper: failHelper } },
