@@ -28,7 +28,8 @@ two deltas; structured output made by a model of its own; text blocks numbered p
 the same ids in both steps; a sub-agent that fails; tools that return nothing, a string and null,
 one writing tool-output that is no agent's chunk; reasoning and nothing else; no output at all;
 a tool that writes a data part twice under one id, and a transient one; a provider-executed
-tool whose call and result carry different Responses item ids.  Each agent's
+tool whose call and result carry different Responses item ids; tools whose output the model is
+sent in another form (toModelOutput), one of them returning null.  Each agent's
 `POST /api/agents/:id/stream` body is read with httpx as it arrives and fed to an Accumulator
 piece by piece, on both paths; what we reassemble
 must be what the server's own MastraModelOutput resolves for the same agent, body and runId (its
@@ -152,6 +153,7 @@ AGENTS = {
     "empty": "Hm",
     "status": "Go",
     "itemids": "Search",
+    "modelout": "Look",
 }
 
 
@@ -364,6 +366,9 @@ def test_the_scripted_runs_are_what_they_are_meant_to_be(server):
         {"state": "working"}, {"state": "done"}]
     (ws,) = [p for p in _persisted(runs["itemids"]) if p["type"] == "tool-invocation"]
     assert ws["providerMetadata"] == {"openai": {"itemId": "ws_call", "resultItemId": "ws_out"}}
+    mo = {p["toolInvocation"]["toolCallId"]: p.get("providerMetadata") for p in _persisted(runs["modelout"])
+          if p["type"] == "tool-invocation"}
+    assert mo == {"c-mo": {"mastra": {"modelOutput": {"type": "text", "value": "3 rows"}}}, "c-mn": {"openai": {"itemId": "fc_1"}}}
 
 
 def test_what_the_wire_does_not_show(server, codec):

@@ -338,6 +338,11 @@ const SCRIPTS = {
       { type: 'tool-call', toolCallId: 'call_0', toolName: 'weather', input: '{"city":"Oslo"}' }, finish('tool-calls', 1, 1)];
     return [meta('resp-ru3'), ...text('t', ['Both.']), finish('stop', 1, 1)];
   },
+  // a tool whose output the model is sent in another form (toModelOutput)
+  modelout: (prompt) => hasToolResult(prompt) ? [meta('resp-mo2'), ...text('t', ['Seen.']), finish('stop', 1, 1)]
+    : [meta('resp-mo1'), { type: 'tool-call', toolCallId: 'c-mo', toolName: 'lookup', input: '{"q":"a"}' },
+       { type: 'tool-call', toolCallId: 'c-mn', toolName: 'lookupnil', input: '{}', providerMetadata: { openai: { itemId: 'fc_1' } } },
+       finish('tool-calls', 1, 1)],
   // what the wire does not show (test_what_the_wire_does_not_show): an output processor that
   // aborts once the run is over, and one that never trips
   final: () => [meta('resp-fi'), ...text('t', ['All ', 'done.']), finish('stop', 3, 2)],
@@ -431,7 +436,17 @@ const stepperTool = createTool({
     return { ok: true };
   },
 });
+const lookupTool = createTool({
+  id: 'lookup', description: 'Looks up, answers the model in short', inputSchema: z.object({ q: z.string() }),
+  execute: async ({ q }) => ({ q, rows: [1, 2, 3] }),
+  toModelOutput: (output) => ({ type: 'text', value: `${output.rows.length} rows` }),
+});
+const lookupNilTool = createTool({
+  id: 'lookupnil', description: 'Finds nothing', inputSchema: z.object({}), execute: async () => null,
+  toModelOutput: () => ({ type: 'text', value: 'nothing' }),
+});
 const EXTRA = {
+  modelout: { tools: { lookup: lookupTool, lookupnil: lookupNilTool } },
   reuse: { tools: { weather: weatherTool } },
   status: { tools: { stepper: stepperTool } },
   numbered: { tools: { weather: weatherTool } },
