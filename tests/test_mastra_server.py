@@ -29,7 +29,8 @@ the same ids in both steps; a sub-agent that fails; tools that return nothing, a
 one writing tool-output that is no agent's chunk; reasoning and nothing else; no output at all;
 a tool that writes a data part twice under one id, and a transient one; a provider-executed
 tool whose call and result carry different Responses item ids; tools whose output the model is
-sent in another form (toModelOutput), one of them returning null.  Each agent's
+sent in another form (toModelOutput), one of them returning null; structured output with an
+output processor, and followed by a provider error, with and without one.  Each agent's
 `POST /api/agents/:id/stream` body is read with httpx as it arrives and fed to an Accumulator
 piece by piece, on both paths; what we reassemble
 must be what the server's own MastraModelOutput resolves for the same agent, body and runId (its
@@ -154,6 +155,9 @@ AGENTS = {
     "status": "Go",
     "itemids": "Search",
     "modelout": "Look",
+    "objerr": "Go",
+    "objerrp": "Go",
+    "objproc": "Go",
 }
 
 
@@ -232,9 +236,9 @@ def test_the_message_parts_are_those_the_server_keeps(server, codec, agent):
     enumerable property)."""
     out, exp = _served(server, codec, agent, AGENTS[agent])
     ours, theirs = _ids_alike(out.parts), _ids_alike(_persisted(exp))
-    if agent in ("failing", "lateerr"):
-        error = {"name": "ProviderError", "message": "upstream closed the stream"} if agent == "failing" else \
-            {"name": "Error", "message": "boom late"}
+    if agent in ("failing", "lateerr", "objerr", "objerrp"):
+        error = {"failing": {"name": "ProviderError", "message": "upstream closed the stream"},
+                 "lateerr": {"name": "Error", "message": "boom late"}}.get(agent, {"name": "Error", "message": "late failure"})
         assert theirs == ours + [{"type": "error", "error": error}]
     else:
         if agent in ("tools", "unknown", "subfail"):
@@ -369,6 +373,9 @@ def test_the_scripted_runs_are_what_they_are_meant_to_be(server):
     mo = {p["toolInvocation"]["toolCallId"]: p.get("providerMetadata") for p in _persisted(runs["modelout"])
           if p["type"] == "tool-invocation"}
     assert mo == {"c-mo": {"mastra": {"modelOutput": {"type": "text", "value": "3 rows"}}}, "c-mn": {"openai": {"itemId": "fc_1"}}}
+    # (an error after the object rejects it, processors or not)
+    assert [(runs[a]["object"]["ok"], runs[a]["status"]) for a in ("objerr", "objerrp")] == [(False, "failed")] * 2
+    assert runs["objproc"]["object"]["value"] == {"answer": "y"}
 
 
 def test_what_the_wire_does_not_show(server, codec):

@@ -343,6 +343,11 @@ const SCRIPTS = {
     : [meta('resp-mo1'), { type: 'tool-call', toolCallId: 'c-mo', toolName: 'lookup', input: '{"q":"a"}' },
        { type: 'tool-call', toolCallId: 'c-mn', toolName: 'lookupnil', input: '{}', providerMetadata: { openai: { itemId: 'fc_1' } } },
        finish('tool-calls', 1, 1)],
+  // structured output, then a provider error (without and with an output processor)
+  objerr: () => [meta('resp-oe'), ...text('t', ['{"answer":', '"x"}']), { type: 'error', error: new Error('late failure') }],
+  objerrp: () => SCRIPTS.objerr(),
+  // structured output with an output processor that never trips
+  objproc: () => [meta('resp-op'), ...text('t', ['{"answer":', '"y"}']), finish('stop', 1, 1)],
   // what the wire does not show (test_what_the_wire_does_not_show): an output processor that
   // aborts once the run is over, and one that never trips
   final: () => [meta('resp-fi'), ...text('t', ['All ', 'done.']), finish('stop', 3, 2)],
@@ -446,6 +451,11 @@ const lookupNilTool = createTool({
   toModelOutput: () => ({ type: 'text', value: 'nothing' }),
 });
 const EXTRA = {
+  objerr: { defaultOptions: { structuredOutput: { schema: z.object({ answer: z.string() }) } } },
+  objerrp: { defaultOptions: { structuredOutput: { schema: z.object({ answer: z.string() }) } },
+    outputProcessors: [{ id: 'noop2', processOutputStep: async () => {} }] },
+  objproc: { defaultOptions: { structuredOutput: { schema: z.object({ answer: z.string() }) } },
+    outputProcessors: [{ id: 'noop3', processOutputStep: async () => {} }] },
   modelout: { tools: { lookup: lookupTool, lookupnil: lookupNilTool } },
   reuse: { tools: { weather: weatherTool } },
   status: { tools: { stepper: stepperTool } },
