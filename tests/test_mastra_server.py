@@ -30,7 +30,8 @@ one writing tool-output that is no agent's chunk; reasoning and nothing else; no
 a tool that writes a data part twice under one id, and a transient one; a provider-executed
 tool whose call and result carry different Responses item ids; tools whose output the model is
 sent in another form (toModelOutput), one of them returning null; structured output with an
-output processor, and followed by a provider error, with and without one.  Each agent's
+output processor, and followed by a provider error, with and without one; cache writes
+reported over two steps; a tool with a title of its own.  Each agent's
 `POST /api/agents/:id/stream` body is read with httpx as it arrives and fed to an Accumulator
 piece by piece, on both paths; what we reassemble
 must be what the server's own MastraModelOutput resolves for the same agent, body and runId (its
@@ -158,6 +159,8 @@ AGENTS = {
     "objerr": "Go",
     "objerrp": "Go",
     "objproc": "Go",
+    "cachewrite": "Bern",
+    "titled": "Lyon",
 }
 
 
@@ -376,6 +379,9 @@ def test_the_scripted_runs_are_what_they_are_meant_to_be(server):
     # (an error after the object rejects it, processors or not)
     assert [(runs[a]["object"]["ok"], runs[a]["status"]) for a in ("objerr", "objerrp")] == [(False, "failed")] * 2
     assert runs["objproc"]["object"]["value"] == {"answer": "y"}
+    cw = runs["cachewrite"]["usage"]["value"]
+    assert (cw["inputTokens"], cw["cacheCreationInputTokens"]) == (21, 7)
+    assert [p.get("title") for p in _persisted(runs["titled"]) if p["type"] == "tool-invocation"] == ["Weather forecast"]
 
 
 def test_what_the_wire_does_not_show(server, codec):

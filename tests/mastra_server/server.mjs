@@ -348,6 +348,22 @@ const SCRIPTS = {
   objerrp: () => SCRIPTS.objerr(),
   // structured output with an output processor that never trips
   objproc: () => [meta('resp-op'), ...text('t', ['{"answer":', '"y"}']), finish('stop', 1, 1)],
+  // cache writes reported (Anthropic's cache creation), over two steps
+  cachewrite: (prompt) => {
+    const u = (i, w, o) => ({ inputTokens: { total: i, noCache: i - w, cacheRead: 0, cacheWrite: w },
+      outputTokens: { total: o, text: o, reasoning: undefined } });
+    return hasToolResult(prompt)
+      ? [meta('resp-cw2'), ...text('t', ['Cached.']), { type: 'finish', finishReason: { unified: 'stop', raw: 'end_turn' }, usage: u(9, 0, 2),
+          providerMetadata: { anthropic: { cacheCreationInputTokens: 0 } } }]
+      : [meta('resp-cw1'), { type: 'tool-call', toolCallId: 'c-cw', toolName: 'weather', input: '{"city":"Bern"}' },
+         { type: 'finish', finishReason: { unified: 'tool-calls', raw: 'tool_use' }, usage: u(12, 7, 3),
+           providerMetadata: { anthropic: { cacheCreationInputTokens: 7 } } }];
+  },
+  // a tool with a title of its own, its arguments streamed
+  titled: (prompt) => hasToolResult(prompt) ? [meta('resp-ti2'), ...text('t', ['Titled.']), finish('stop', 1, 1)]
+    : [meta('resp-ti1'), { type: 'tool-input-start', id: 'c-ti', toolName: 'forecast' },
+       { type: 'tool-input-delta', id: 'c-ti', delta: '{"city":"Lyon"}' }, { type: 'tool-input-end', id: 'c-ti' },
+       { type: 'tool-call', toolCallId: 'c-ti', toolName: 'forecast', input: '{"city":"Lyon"}' }, finish('tool-calls', 1, 1)],
   // what the wire does not show (test_what_the_wire_does_not_show): an output processor that
   // aborts once the run is over, and one that never trips
   final: () => [meta('resp-fi'), ...text('t', ['All ', 'done.']), finish('stop', 3, 2)],
@@ -450,7 +466,13 @@ const lookupNilTool = createTool({
   id: 'lookupnil', description: 'Finds nothing', inputSchema: z.object({}), execute: async () => null,
   toModelOutput: () => ({ type: 'text', value: 'nothing' }),
 });
+const forecastTool = createTool({
+  id: 'forecast', title: 'Weather forecast', description: 'A forecast', inputSchema: z.object({ city: z.string() }),
+  execute: async ({ city }) => ({ city, tomorrow: 'rain' }),
+});
 const EXTRA = {
+  titled: { tools: { forecast: forecastTool } },
+  cachewrite: { tools: { weather: weatherTool } },
   objerr: { defaultOptions: { structuredOutput: { schema: z.object({ answer: z.string() }) } } },
   objerrp: { defaultOptions: { structuredOutput: { schema: z.object({ answer: z.string() }) } },
     outputProcessors: [{ id: 'noop2', processOutputStep: async () => {} }] },
