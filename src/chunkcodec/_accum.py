@@ -373,7 +373,7 @@ class _Run:
         # a step's tripwire or retry said the agent has output processors (step_finish)
         self.procs = False
         self.stepped = False      # a step-start arrived (the next one opens a step boundary)
-        self.ended = False        # a step-finish since the last step boundary (text_part)
+        self.ended = False        # a step-finish since the last step boundary (end_mark)
         self.nmodel = 0           # tool-call, source and file chunks so far (stamp())
         self.seg_data = False     # a data part came since the last step boundary (step_start)
         self.suspend_payload: Optional[dict] = None
@@ -441,6 +441,15 @@ class _Run:
                 self.seq.append(("span", part))
             part.seal()
         self.open_reasoning.clear()
+
+    def end_mark(self) -> None:
+        """Before a text or data part: when a step ended with no step-start after it (not
+        Mastra's loop, which always sends one), mark that end in the parts (_parts), so that a
+        text now does not come right after a tool invocation of that step, and a data part now
+        is not put before that step's parts."""
+        if self.ended:
+            self.ended = False
+            self.seq.append(("end", None))
 
     def stamp(self) -> tuple:
         """How much of what the model streams the run had: text and reasoning bytes, tool-call,
@@ -696,12 +705,7 @@ class _Run:
             stashed = self.text_pm.pop(id_, UNSET)
             part = _Part("text", id_, self.text, stashed if pm is UNSET else pm)
             self.open_text[id_] = part
-            if self.ended:
-                # a step ended with no step-start after it (not Mastra's loop, which always sends
-                # one): a text now does not come right after a tool invocation of that step, and
-                # a data part now is not before that step's parts
-                self.ended = False
-                self.seq.append(("end", None))
+            self.end_mark()
             self.seq.append(("span", part))
             part.listed = True
             self.step()
@@ -1119,24 +1123,19 @@ class _Run:
                     late = [d]
                 else:
                     late.append(d)
-            elif kind == "step":
+            elif kind == "step" or kind == "end":
+                # (a step boundary; "end": a step's end with no step-start after it, no boundary)
                 if late is not None:
                     out += late
                     late = None
-                if out:
-                    if out[-1]["type"] != "step-start":
-                        out.append({"type": "step-start"})
-                    boundary = len(out) - 1
-                else:
-                    boundary = -1
-                after_tool = False
-                seg += 1
-                seg_start = len(out)
-                early = 0
-            elif kind == "end":
-                if late is not None:
-                    out += late
-                    late = None
+                if kind == "step":
+                    if out:
+                        if out[-1]["type"] != "step-start":
+                            out.append({"type": "step-start"})
+                        boundary = len(out) - 1
+                    else:
+                        boundary = -1
+                    seg += 1
                 after_tool = False
                 seg_start = len(out)
                 early = 0
@@ -1480,9 +1479,7 @@ def _other(acc: "AccumulatorBase", chunk: Any) -> None:
         handle(acc, run, chunk, getattr(chunk, "payload", UNSET))
     elif tag is None and isinstance(chunk, _c.DataChunk):
         if chunk.transient is not True:
-            if run.ended:       # (see text_part)
-                run.ended = False
-                run.seq.append(("end", None))
+            run.end_mark()
             run.seq.append(("data", (chunk, run.stamp())))
             run.seg_data = True
 

@@ -55,6 +55,7 @@ cdef class _Run:
     cpdef step_start(self, warnings)
     @cython.locals(part=_Part)
     cpdef _close_spans(self)
+    cpdef end_mark(self)
     cpdef tuple stamp(self)
     @cython.locals(st=_Step)
     cpdef step_finish(self, reason, warnings, usage, resp_id, model_id, pm, trip=*)

@@ -496,7 +496,7 @@ const EXTRA = {
   },
   openthought: { tools: { weather: weatherTool } },
   warned: { tools: { weather: weatherTool } },
-  deeper: { agents: { deephelper: deepHelper, failhelper: failHelper } },
+  deeper: { agents: { deephelper: deepHelper } },
   unknown: { tools: { weather: weatherTool } },
   openspan: { tools: { weather: weatherTool } },
   noargs: { tools: { clock: clockTool } },
