@@ -443,13 +443,13 @@ class _Run:
         self.open_reasoning.clear()
 
     def end_mark(self) -> None:
-        """Before a text or data part: when a step ended with no step-start after it (not
-        Mastra's loop, which always sends one), mark that end in the parts (_parts), so that a
-        text now does not come right after a tool invocation of that step, and a data part now
-        is not put before that step's parts."""
-        if self.ended:
-            self.ended = False
-            self.seq.append(("end", None))
+        """Before a text or data part, when `ended` (a step ended with no step-start after it:
+        not Mastra's loop, which always sends one): mark that end in the parts (_parts), so that
+        a text now does not come right after a tool invocation of that step, and a data part now
+        is not put before that step's parts.  (The callers test `ended`, so that a new part
+        costs no call.)"""
+        self.ended = False
+        self.seq.append(("end", None))
 
     def stamp(self) -> tuple:
         """How much of what the model streams the run had: text and reasoning bytes, tool-call,
@@ -705,7 +705,8 @@ class _Run:
             stashed = self.text_pm.pop(id_, UNSET)
             part = _Part("text", id_, self.text, stashed if pm is UNSET else pm)
             self.open_text[id_] = part
-            self.end_mark()
+            if self.ended:
+                self.end_mark()
             self.seq.append(("span", part))
             part.listed = True
             self.step()
@@ -1479,7 +1480,8 @@ def _other(acc: "AccumulatorBase", chunk: Any) -> None:
         handle(acc, run, chunk, getattr(chunk, "payload", UNSET))
     elif tag is None and isinstance(chunk, _c.DataChunk):
         if chunk.transient is not True:
-            run.end_mark()
+            if run.ended:
+                run.end_mark()
             run.seq.append(("data", (chunk, run.stamp())))
             run.seg_data = True
 
