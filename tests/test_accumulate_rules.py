@@ -596,6 +596,61 @@ def test_parts_rules_mastra_builds_them_by(codec):
     assert r.reasoning_text == "ab" and [e["payload"]["text"] for e in r.reasoning] == ["b"]
 
 
+def test_a_background_tasks_end_is_written_into_the_message_as_its_hook_writes_it(codec):
+    """A tool run as a background task (Mastra's backgroundTasks): its result while it runs is a
+    placeholder (providerMetadata.mastra.backgroundTask.status "running"), a result as any other.
+    The task's end -- a tool-result with status "completed", a tool-error with status "failed",
+    sent by the task's hook (and, for a task the loop awaited, by the loop again) -- is written
+    into the message by that hook (onResult): the invocation's providerMetadata is the call's
+    with mastra.modelOutput (the tool's toModelOutput, as the loop's result carries it; null
+    without one) and mastra.backgroundTask; a failure's errorText "Background task failed: " and
+    the task's message, unless the loop's own error for an awaited task (an Error made of that
+    message, which JSON leaves out of the chunk) comes after it.  test_mastra_server holds the
+    awaited ones to a live server ("waited", "bgmodel", "bgfail") and the one left running
+    ("later"); a deferred task that ends while the run is still streaming is timing there, so
+    it is held to Mastra's code here."""
+    call = line("tool-call", {"toolCallId": "a", "toolName": "w", "args": {"n": 1},
+                              "providerMetadata": {"mastra": {"k": 1}, "x": 2}})
+    bt = lambda status: {"mastra": {"backgroundTask": {"taskId": "T", "status": status}}}  # noqa: E731
+    placeholder = line("tool-result", {"toolCallId": "a", "toolName": "w", "result": "Background task started.",
+                                       "providerMetadata": bt("running")})
+    started = line("background-task-started", {"taskId": "T", "toolName": "w", "toolCallId": "a"})
+    done = line("tool-result", {"toolCallId": "a", "toolName": "w", "result": {"v": 1}, "providerMetadata": bt("completed")})
+    after = [text_delta("t", "Later. ")]
+    # left running: the placeholder, as it came
+    r = ways(codec, [call, started, placeholder, *after])
+    assert r.parts[0]["toolInvocation"]["result"] == "Background task started."
+    assert r.parts[0]["providerMetadata"] == bt("running")
+    # deferred, ended while the run streams on: the hook's result and providerMetadata
+    r = ways(codec, [call, started, placeholder, *after, done])
+    assert r.parts[0]["toolInvocation"] == {"state": "result", "toolCallId": "a", "toolName": "w", "args": {"n": 1},
+                                            "result": {"v": 1}}
+    assert r.parts[0]["providerMetadata"] == {"mastra": {"k": 1, "modelOutput": None,
+                                                         "backgroundTask": {"taskId": "T", "status": "completed"}},
+                                              "x": 2}
+    assert list(r.parts[0]["providerMetadata"]["mastra"]) == ["k", "modelOutput", "backgroundTask"]
+    assert [c.payload.result for c in r.tool_results] == ["Background task started.", {"v": 1}]
+    # awaited, with an output for the model: the loop's result carries it (before or after the hook's)
+    modeled = {"mastra": {"backgroundTask": {"taskId": "T", "status": "completed"}, "modelOutput": {"type": "text", "value": "v"}}}
+    loops = line("tool-result", {"toolCallId": "a", "toolName": "w", "result": {"v": 1}, "providerMetadata": modeled})
+    for results in ([done, loops], [loops, done]):
+        r = ways(codec, [call, started, *results, *after])
+        assert r.parts[0]["providerMetadata"]["mastra"]["modelOutput"] == {"type": "text", "value": "v"}
+    # failed: the hook's text, or the message of the task's failure when the loop's error follows
+    failed = line("tool-error", {"toolCallId": "a", "toolName": "w", "error": {"message": "no luck", "stack": "Error: no luck"},
+                                 "providerMetadata": bt("failed")})
+    loop_error = line("tool-error", {"toolCallId": "a", "toolName": "w", "error": {"name": "Error"}})
+    pm = {"mastra": {"k": 1, "modelOutput": None, "backgroundTask": {"taskId": "T", "status": "failed"}}, "x": 2}
+    for chunks, text in (([failed], "Background task failed: no luck"), ([failed, loop_error], "no luck")):
+        r = ways(codec, [call, started, placeholder, *chunks, *after])
+        assert (r.parts[0]["toolInvocation"]["state"], r.parts[0]["toolInvocation"]["errorText"]) == ("output-error", text)
+        assert r.parts[0]["providerMetadata"] == pm
+    # (a loop error with no background failure before it keeps its own text, as before)
+    r = ways(codec, [call, loop_error])
+    assert r.parts[0]["toolInvocation"]["errorText"] == '{"name":"Error"}'
+    assert r.parts[0]["providerMetadata"] == {"mastra": {"k": 1}, "x": 2}
+
+
 def test_a_goal_that_continues_the_run_truncates_what_mastra_resolves(codec):
     """goal with shouldContinue true: the text, reasoning, steps, calls, results, sources and
     files begin anew (usage stays); the step being written goes too at its step-finish when it

@@ -31,7 +31,9 @@ a tool that writes a data part twice under one id, and a transient one; a provid
 tool whose call and result carry different Responses item ids; tools whose output the model is
 sent in another form (toModelOutput), one of them returning null; structured output with an
 output processor, and followed by a provider error, with and without one; cache writes
-reported over two steps; a tool with a title of its own.  Each agent's
+reported over two steps; a tool with a title of its own; tools run as background tasks: one left
+running (a placeholder result), awaited ones that complete, with and without an output for the
+model, and one that fails.  Each agent's
 `POST /api/agents/:id/stream` body is read with httpx as it arrives and fed to an Accumulator
 piece by piece, on both paths; what we reassemble
 must be what the server's own MastraModelOutput resolves for the same agent, body and runId (its
@@ -161,6 +163,10 @@ AGENTS = {
     "objproc": "Go",
     "cachewrite": "Bern",
     "titled": "Lyon",
+    "later": "Go",
+    "waited": "Go",
+    "bgmodel": "Go",
+    "bgfail": "Go",
 }
 
 
@@ -382,6 +388,20 @@ def test_the_scripted_runs_are_what_they_are_meant_to_be(server):
     cw = runs["cachewrite"]["usage"]["value"]
     assert (cw["inputTokens"], cw["cacheCreationInputTokens"]) == (21, 7)
     assert [p.get("title") for p in _persisted(runs["titled"]) if p["type"] == "tool-invocation"] == ["Weather forecast"]
+    # background tasks: a placeholder result while the task runs; an awaited task's result twice
+    # (the task's hook and the loop each send it), the message's invocation written by the hook
+    bg = {a: ([(r["payload"]["result"], r["payload"]["providerMetadata"]["mastra"]["backgroundTask"]["status"])
+               for r in runs[a]["toolResults"]["value"]],
+              [(p["toolInvocation"].get("result", p["toolInvocation"].get("errorText")), p.get("providerMetadata"))
+               for p in _ids_alike(_persisted(runs[a])) if p["type"] == "tool-invocation"])
+          for a in ("later", "waited", "bgmodel", "bgfail")}
+    ((placeholder, status),) = bg["later"][0]
+    assert placeholder.startswith("Background task started. Task ID: ") and status == "running"
+    done = {"taskId": "<uuid>", "status": "completed"}
+    assert bg["waited"] == ([({"n": 3, "squared": 9}, "completed")] * 2,
+                            [({"n": 3, "squared": 9}, {"mastra": {"modelOutput": None, "backgroundTask": done}})])
+    assert bg["bgmodel"][1] == [({"n": 3}, {"mastra": {"modelOutput": {"type": "text", "value": "n is 3"}, "backgroundTask": done}})]
+    assert bg["bgfail"] == ([], [("no luck with 3", {"mastra": {"modelOutput": None, "backgroundTask": dict(done, status="failed")}})])
 
 
 def test_what_the_wire_does_not_show(server, codec):

@@ -1019,6 +1019,7 @@ class _Run:
         # parts, which Mastra adds to the message apart from the others, as they arrive, do not
         # come between them
         after_tool = False
+        bg_failed = None    # toolCallId -> the message of its background task's failure
         # The agent loop opens each step after the first with a step boundary
         # (MessageList.openStepBoundary): a step-start part, unless the message is empty (no
         # boundary then) or ends in one already (that one is the boundary); a step a processor had
@@ -1067,7 +1068,20 @@ class _Run:
                     if inv["result"] is not None:
                         # (the result's providerExecuted, and its providerMetadata, else the call's;
                         # a null one only the loop merges, into the call's part as it is)
-                        pm = _merged_item_ids(pm, getattr(res.payload, "providerMetadata", UNSET))
+                        rpm = getattr(res.payload, "providerMetadata", UNSET)
+                        bg = _background_task(rpm, "completed")
+                        if bg is None:
+                            pm = _merged_item_ids(pm, rpm)
+                        else:
+                            # (the task's hook and the loop each send a result: the loop's carries
+                            # the tool's toModelOutput, whichever comes last)
+                            mo = None
+                            for c in self.tool_results:
+                                m = _v(getattr(c.payload, "providerMetadata", None))
+                                m = m.get("mastra") if c.payload.toolCallId == cid and isinstance(m, dict) else None
+                                if isinstance(m, dict) and m.get("modelOutput") is not None:
+                                    mo = m["modelOutput"]
+                            pm = _background_pm(pm, mo, bg)
                         executed = getattr(res.payload, "providerExecuted", UNSET)
                 d = {"type": "tool-invocation", "toolInvocation": inv}
                 if pm is not UNSET:
@@ -1086,9 +1100,33 @@ class _Run:
                     if d["type"] == "tool-invocation" and d["toolInvocation"]["toolCallId"] == cid:
                         inv = dict(d["toolInvocation"])
                         inv["state"] = "output-error"
-                        msg = _error_value(_v(v.payload.error), "Tool execution failed")["message"]
-                        inv["errorText"] = msg if not isinstance(msg, str) or msg.strip(_JS_SPACE) else \
-                            "Tool execution failed"
+                        err = _v(v.payload.error)
+                        epm = getattr(v.payload, "providerMetadata", UNSET)
+                        bg = _background_task(epm, "failed")
+                        if bg is not None:
+                            # a background task's failure, as the task's hook writes it into the
+                            # message (its error an object with the message: no Error instance)
+                            msg = err.get("message") if isinstance(err, dict) else None
+                            if bg_failed is None:
+                                bg_failed = {}
+                            bg_failed[cid] = msg
+                            inv["errorText"] = "Background task failed: " + \
+                                (msg if isinstance(msg, str) and msg else "Unknown error")
+                            cpm = UNSET     # (the hook's base: the call's, not a placeholder result's)
+                            for c in self.call_list:
+                                if c.payload.toolCallId == cid:
+                                    cpm = getattr(c.payload, "providerMetadata", UNSET)
+                                    break
+                            d["providerMetadata"] = _background_pm(_v(cpm), None, bg)
+                        else:
+                            if bg_failed is not None and cid in bg_failed and isinstance(err, dict) \
+                                    and "message" not in err and isinstance(bg_failed[cid], str):
+                                # the loop's own error for an awaited task that failed: an Error
+                                # made of the task's message, which JSON leaves out of the chunk
+                                err = dict(err, message=bg_failed[cid])
+                            msg = _error_value(err, "Tool execution failed")["message"]
+                            inv["errorText"] = msg if not isinstance(msg, str) or msg.strip(_JS_SPACE) else \
+                                "Tool execution failed"
                         d["toolInvocation"] = inv
                         break
             elif kind == "source":
@@ -1236,6 +1274,29 @@ def _merged_item_ids(call: Any, result: Any) -> Any:
             merged = dict(merged) if isinstance(merged, dict) else {}
             merged[prov] = ns
     return merged
+
+
+def _background_task(pm: Any, status: str) -> Any:
+    """The ``mastra.backgroundTask`` of a tool result's (or error's) providerMetadata when it says
+    the task ended with ``status`` ("completed", "failed"): such a chunk is the task's end, whose
+    hook (``onResult``) writes the invocation into the message; else None."""
+    m = pm.get("mastra") if isinstance(pm, dict) else None
+    bt = m.get("backgroundTask") if isinstance(m, dict) else None
+    return bt if isinstance(bt, dict) and bt.get("status") == status else None
+
+
+def _background_pm(call: Any, model_output: Any, bt: dict) -> dict:
+    """The providerMetadata a background task's hook gives the invocation it writes into the
+    message: the call's, its ``mastra`` entry given ``modelOutput`` (the tool's toModelOutput, as
+    the loop's result chunk carries it; null without one, or for a failure) and the task's
+    ``backgroundTask``."""
+    out = dict(call) if isinstance(call, dict) else {}
+    cm = out.get("mastra")
+    mastra = dict(cm) if isinstance(cm, dict) else {}
+    mastra["modelOutput"] = model_output
+    mastra["backgroundTask"] = {"taskId": bt.get("taskId"), "status": bt["status"]}
+    out["mastra"] = mastra
+    return out
 
 
 def _js_stringify(x: Any) -> str:

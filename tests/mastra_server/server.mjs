@@ -33,6 +33,11 @@ const text = (id, pieces) => [{ type: 'text-start', id }, ...pieces.map((delta) 
 function hasToolResult(prompt) {
   return prompt.some((m) => m.role === 'tool');
 }
+// a step that calls the tool named `tool`, with text before it, then a step of text
+const bgScript = (tool, resp) => (prompt) => hasToolResult(prompt)
+  ? [meta(`${resp}2`), ...text('t2', ['It is ', 'on its way.']), finish('stop', 6, 4)]
+  : [meta(`${resp}1`), ...text('t1', ['Starting. ']),
+     { type: 'tool-call', toolCallId: `c-${tool}`, toolName: tool, input: '{"n":3}' }, finish('tool-calls', 5, 3)];
 const SCRIPTS = {
   // a step that streams a tool call's arguments, the tool's run, then a step of text
   weather: (prompt) => hasToolResult(prompt)
@@ -364,6 +369,13 @@ const SCRIPTS = {
     : [meta('resp-ti1'), { type: 'tool-input-start', id: 'c-ti', toolName: 'forecast' },
        { type: 'tool-input-delta', id: 'c-ti', delta: '{"city":"Lyon"}' }, { type: 'tool-input-end', id: 'c-ti' },
        { type: 'tool-call', toolCallId: 'c-ti', toolName: 'forecast', input: '{"city":"Lyon"}' }, finish('tool-calls', 1, 1)],
+  // tools that run as background tasks (the Mastra below has them enabled): one left running
+  // (its result a placeholder; the stream ends before it does), one the loop waits for, one with
+  // an output for the model, one that fails
+  later: bgScript('later', 'resp-bl'),
+  waited: bgScript('waited', 'resp-bw'),
+  bgmodel: bgScript('bgmodel', 'resp-bm'),
+  bgfail: bgScript('bgfail', 'resp-bf'),
   // what the wire does not show (test_what_the_wire_does_not_show): an output processor that
   // aborts once the run is over, and one that never trips
   final: () => [meta('resp-fi'), ...text('t', ['All ', 'done.']), finish('stop', 3, 2)],
@@ -470,7 +482,21 @@ const forecastTool = createTool({
   id: 'forecast', title: 'Weather forecast', description: 'A forecast', inputSchema: z.object({ city: z.string() }),
   execute: async ({ city }) => ({ city, tomorrow: 'rain' }),
 });
+// background tasks: deferred (the tool's result is a placeholder; this one never ends), awaited
+// (the loop waits for the task), with a toModelOutput, failing
+const bgTool = (id, background, execute, more) => createTool({
+  id, description: `${id} in the background`, inputSchema: z.object({ n: z.number() }), background, execute, ...more });
+const laterTool = bgTool('later', { enabled: true }, async () => new Promise(() => {}));
+const waitedTool = bgTool('waited', { enabled: true, defaultDisposition: 'awaited' }, async ({ n }) => ({ n, squared: n * n }));
+const bgmodelTool = bgTool('bgmodel', { enabled: true, defaultDisposition: 'awaited' }, async ({ n }) => ({ n }),
+  { toModelOutput: (o) => ({ type: 'text', value: `n is ${o.n}` }) });
+const bgfailTool = bgTool('bgfail', { enabled: true, defaultDisposition: 'awaited' },
+  async ({ n }) => { throw new Error(`no luck with ${n}`); });
 const EXTRA = {
+  later: { tools: { later: laterTool } },
+  waited: { tools: { waited: waitedTool } },
+  bgmodel: { tools: { bgmodel: bgmodelTool } },
+  bgfail: { tools: { bgfail: bgfailTool } },
   titled: { tools: { forecast: forecastTool } },
   cachewrite: { tools: { weather: weatherTool } },
   objerr: { defaultOptions: { structuredOutput: { schema: z.object({ answer: z.string() }) } } },
@@ -625,7 +651,8 @@ const toPrompt = createStep({
 const asked = createWorkflow({
   id: 'asked', inputSchema: z.object({ city: z.string() }), outputSchema: z.object({ text: z.string() }),
 }).then(toPrompt).then(createStep(agents.weather)).commit();
-const mastra = new Mastra({ agents: { ...agents, helper, deephelper: deepHelper, failhelper: failHelper }, workflows: { shout, asked }, logger: false });
+const mastra = new Mastra({ agents: { ...agents, helper, deephelper: deepHelper, failhelper: failHelper }, workflows: { shout, asked },
+  backgroundTasks: { enabled: true }, logger: false });
 
 const FIELDS = ['text', 'reasoningText', 'reasoning', 'toolCalls', 'toolResults', 'usage', 'totalUsage',
   'finishReason', 'object', 'sources', 'files', 'warnings', 'providerMetadata', 'steps'];
