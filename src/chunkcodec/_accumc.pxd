@@ -134,6 +134,10 @@ cdef _Run _run_of(AccumulatorBase acc, run_id, from_)
 
 cdef bint _truthy(x)
 
+# (_Run._parts's, for a background task's end: C calls)
+cdef object _background_task(pm, str status)
+cdef dict _background_pm(call, model_output, dict bt)
+
 # (the native finish reader's caller, _core._fields_of, calls it directly)
 cpdef tuple response_ids(md_id, pid, model_id, model)
 
