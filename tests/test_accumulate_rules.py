@@ -651,6 +651,44 @@ def test_a_background_tasks_end_is_written_into_the_message_as_its_hook_writes_i
     assert r.parts[0]["providerMetadata"] == {"mastra": {"k": 1}, "x": 2}
 
 
+def test_a_tool_calls_approval_decision_is_in_its_message_part(codec):
+    """A call that waited for approval (tool-call-approval), then, in the stream after the
+    decision: approved, the loop runs it and writes its result into the message with the grant
+    (approval {id: the toolCallId, approved: true}; the tool-result chunk does not carry it);
+    declined, a tool-output-denied chunk, and the invocation is output-denied with the chunk's
+    approval.  test_mastra_server holds both to a live server; here the edges."""
+    pm = {"openai": {"itemId": "fc_1"}}
+    call = line("tool-call", {"toolCallId": "a", "toolName": "w", "args": {"n": 1}, "providerMetadata": pm})
+    asks = line("tool-call-approval", {"toolCallId": "a", "toolName": "w", "args": {"n": 1}})
+    result = line("tool-result", {"toolCallId": "a", "toolName": "w", "args": {"n": 1}, "result": {"ok": 1}})
+    no = {"id": "a", "approved": False, "reason": "Tool call was not approved by the user"}
+    denied = line("tool-output-denied", {"toolCallId": "a", "toolName": "w", "args": {"n": 1}, "approval": no})
+    after = [line("step-start", {}), text_delta("u", "Done.")]
+    r = ways(codec, [call, asks, result, *after])
+    assert r.parts[0] == {"type": "tool-invocation", "providerMetadata": pm, "toolInvocation": {
+        "state": "result", "toolCallId": "a", "toolName": "w", "args": {"n": 1}, "result": {"ok": 1},
+        "approval": {"id": "a", "approved": True}}}
+    assert r.parts[1:] == [{"type": "step-start"}, {"type": "text", "text": "Done."}]
+    # left waiting: the call as it is
+    r = ways(codec, [call, asks])
+    assert (r.status, r.parts) == ("suspended", [{"type": "tool-invocation", "providerMetadata": pm, "toolInvocation": {
+        "state": "call", "toolCallId": "a", "toolName": "w", "args": {"n": 1}}}])
+    r = ways(codec, [call, asks, denied, *after])
+    assert r.parts[0] == {"type": "tool-invocation", "providerMetadata": pm, "toolInvocation": {
+        "state": "output-denied", "toolCallId": "a", "toolName": "w", "args": {"n": 1}, "approval": no}}
+    assert (r.tool_results, r.text) == ([], "Done.")
+    # a denial without the decision (an older server's), or for a call not listed: as it comes
+    bare = line("tool-output-denied", {"toolCallId": "a", "toolName": "w"})
+    assert ways(codec, [call, asks, bare]).parts[0]["toolInvocation"] == {
+        "state": "output-denied", "toolCallId": "a", "toolName": "w", "args": {"n": 1}}
+    other = line("tool-output-denied", {"toolCallId": "b", "toolName": "w", "approval": no})
+    assert ways(codec, [call, asks, other]).parts[0]["toolInvocation"]["state"] == "call"
+    # no grant for a call that did not wait for approval, nor for another call's approval
+    asks_b = line("tool-call-approval", {"toolCallId": "b", "toolName": "w"})
+    for chunks in ([call, result], [call, asks_b, result]):
+        assert "approval" not in ways(codec, chunks).parts[0]["toolInvocation"]
+
+
 def test_a_goal_that_continues_the_run_truncates_what_mastra_resolves(codec):
     """goal with shouldContinue true: the text, reasoning, steps, calls, results, sources and
     files begin anew (usage stays); the step being written goes too at its step-finish when it

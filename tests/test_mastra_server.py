@@ -548,6 +548,18 @@ def test_an_approval_and_the_stream_after_it_reassemble_as_the_server_resolves_t
     assert (out.text, out.status, [s.text for s in out.steps]) == (
         "Removing 5. Done with 5.", "success", ["Removing 5. ", "Done with 5."])
     assert [r.payload.result for r in out.tool_results] == ([{"removed": 5}] if decision == "approve" else [])
+    # The message parts: the server keeps the stream after the decision in a message of its own,
+    # which no step-start opens, and (Mastra 1.71) repeats the first message's parts after its
+    # own; we keep one list, as the stream has it (README, "parts").  The call's invocation has
+    # the decision either way: a result with the grant, or output-denied with the chunk's.
+    first, second = [[{k: v for k, v in p.items() if k != "createdAt"} for p in m["content"]["parts"]]
+                     for m in exp["dbMessages"]]
+    assert _ids_alike(second[1:]) == _ids_alike(first)
+    assert _ids_alike(out.parts) == _ids_alike(first + [{"type": "step-start"}] + second[:1])
+    (inv,) = [p["toolInvocation"] for p in out.parts if p["type"] == "tool-invocation"]
+    assert inv["state"] == ("result" if decision == "approve" else "output-denied")
+    assert inv["approval"] == ({"id": "c-am", "approved": True} if decision == "approve" else
+                               {"id": "c-am", "approved": False, "reason": "Tool call was not approved by the user"})
 
 
 def test_the_readme_reads_an_agent_so(server):

@@ -313,7 +313,7 @@ class _Run:
                  "tool_args", "tool_results", "tool_errors", "sources", "files", "u", "u_max", "u_sorted", "warnings",
                  "finish_reason", "status", "finished", "suspended", "error", "tripwire", "trip", "object", "obj_state",
                  "obj_step", "suspend_payload", "pm", "cut", "cut_next", "procs", "stepped", "nmodel", "seg_data",
-                 "ended")
+                 "ended", "gated")
 
     def __init__(self, acc: "AccumulatorBase", run_id: Optional[str], from_: Any) -> None:
         # (no reference back to acc: a run that holds its accumulator makes a reference cycle, and
@@ -359,6 +359,7 @@ class _Run:
         self.status = "running"
         self.finished = False     # a finish chunk arrived: nothing more is expected
         self.suspended = False    # a tool-call-approval/-suspended arrived
+        self.gated = None         # the toolCallIds of the tool-call-approval chunks (a set), or None
         self.error: Optional[dict] = None
         self.tripwire: Optional[dict] = None
         # a tripwire chunk ends the run where it is (Mastra stops reading the stream there): what
@@ -1065,6 +1066,10 @@ class _Run:
                 if res is not None:
                     inv["state"] = "result"
                     inv["result"] = res.payload.result
+                    if self.gated is not None and cid in self.gated:
+                        # a call that waited for approval and ran: the loop gives its result
+                        # the grant (a declined one has no result: tool-output-denied)
+                        inv["approval"] = {"id": cid, "approved": True}
                     if inv["result"] is not None:
                         # (the result's providerExecuted, and its providerMetadata, else the call's;
                         # a null one only the loop merges, into the call's part as it is)
@@ -1127,6 +1132,20 @@ class _Run:
                             msg = _error_value(err, "Tool execution failed")["message"]
                             inv["errorText"] = msg if not isinstance(msg, str) or msg.strip(_JS_SPACE) else \
                                 "Tool execution failed"
+                        d["toolInvocation"] = inv
+                        break
+            elif kind == "denied":
+                # a declined call (tool-output-denied): the loop marks the first invocation of
+                # its id so, with the decision the chunk carries
+                cid = v.payload.toolCallId
+                for d in out:
+                    if d["type"] == "tool-invocation" and d["toolInvocation"]["toolCallId"] == cid:
+                        old = d["toolInvocation"]
+                        inv = {"state": "output-denied", "toolCallId": cid, "toolName": old["toolName"],
+                               "args": old["args"]}
+                        approval = v.payload.approval
+                        if approval is not UNSET:
+                            inv["approval"] = _v(approval)
                         d["toolInvocation"] = inv
                         break
             elif kind == "source":
@@ -1895,6 +1914,18 @@ class AccumulatorBase:
         p = msgspec.to_builtins(p) if isinstance(p, msgspec.Struct) else p
         run.trip_wire(p if isinstance(p, dict) else {})
 
+    def _on_approval(self, run: _Run, chunk: Any, p: Any) -> None:
+        self._on_suspended(run, chunk, p)
+        cid = getattr(p, "toolCallId", UNSET)
+        if type(cid) is str:
+            if run.gated is None:
+                run.gated = set()
+            run.gated.add(cid)
+
+    def _on_tool_denied(self, run: _Run, chunk: Any, p: Any) -> None:
+        # (a part's state, as a tool-error's; nothing else of the run)
+        run.seq.append(("denied", chunk))
+
     def _on_suspended(self, run: _Run, chunk: Any, p: Any) -> None:
         run.suspend_payload = msgspec.to_builtins(p) if isinstance(p, msgspec.Struct) else p
         run.status = "suspended"
@@ -2039,6 +2070,7 @@ _HANDLERS: Dict[str, Any] = {
     "source": AccumulatorBase._on_source, "file": AccumulatorBase._on_file,
     "object-result": AccumulatorBase._on_object_result, "error": AccumulatorBase._on_error,
     "abort": AccumulatorBase._on_abort, "tripwire": AccumulatorBase._on_tripwire,
-    "tool-call-approval": AccumulatorBase._on_suspended,
+    "tool-call-approval": AccumulatorBase._on_approval,
+    "tool-output-denied": AccumulatorBase._on_tool_denied,
     "tool-call-suspended": AccumulatorBase._on_suspended,
 }

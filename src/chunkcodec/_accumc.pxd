@@ -43,7 +43,7 @@ cdef class _Step:
 
 cdef class _Run:
     cdef public object new_buf, all_tool_args, run_id, from_, text, rbuf, cur, warnings, trip
-    cdef public object finish_reason, status, error, tripwire, object, suspend_payload, pm, cut
+    cdef public object finish_reason, status, error, tripwire, object, suspend_payload, pm, cut, gated
     cdef public dict open_text, open_reasoning, text_pm, rdet, srdet, tool_calls, tool_args, u
     cdef public list seq, steps, call_list, tool_results, tool_errors, sources, files
     cdef public bint saw_reasoning, finished, suspended, pending, u_sorted, cut_next, procs, stepped, seg_data, ended
