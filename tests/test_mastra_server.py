@@ -41,7 +41,8 @@ must be what the server's own MastraModelOutput resolves for the same agent, bod
 aside); and our message parts are held to the message the server keeps.  A workflow whose step
 runs an agent is streamed too (its records ended by 0x1E), the agent's run nested in it; and a
 run stopped for a tool call's approval, then approved or declined, the stream after the decision
-fed to the same Accumulator; and a workflow whose step is an agent itself.
+fed to the same Accumulator, and one stopped by a tool that suspended itself, then resumed with
+resumeData; and a workflow whose step is an agent itself.
 
 Needs node and npm (the packages are installed once, from the npm registry); skipped without them
 unless CHUNKCODEC_REQUIRE_ORACLE is set, as .ci/run sets it.
@@ -517,49 +518,69 @@ def test_a_workflow_whose_step_is_an_agent_gives_the_agents_run(server, codec):
     assert (runs[wf].text, runs[wf].steps) == ("", [])
 
 
+def _resumed(server, codec, agent, message, route, body, expected, **told):
+    """A run that stops (status suspended), then the stream after it (POST /api/agents/<agent>/
+    <route> with body and the run id): one Accumulator fed both streams as they arrive, its
+    result, and what the server resolves of the same two calls (POST /<expected>/<agent>, told
+    body and `told` too).  The
+    parts of the server's message come with it: the stream after the stop goes into a message of
+    its own, which no step-start opens, and (Mastra 1.71) repeats the first message's parts after
+    its own; we keep one list, as the stream has it (README, "parts"), checked here."""
+    run_id = str(uuid.uuid4())
+    acc = codec.Accumulator()
+    with httpx.stream("POST", f"{server}/api/agents/{agent}/stream", json={"messages": message, "runId": run_id},
+                      timeout=60) as r:
+        for piece in r.iter_raw():
+            acc.feed(piece)
+    assert acc.result().status == "suspended"
+    with httpx.stream("POST", f"{server}/api/agents/{agent}/{route}", json={"runId": run_id, **body}, timeout=60) as r:
+        assert r.status_code == 200
+        for piece in r.iter_raw():
+            acc.feed(piece)
+    acc.close()
+    exp = httpx.post(f"{server}/{expected}/{agent}", json={"messages": message, "runId": str(uuid.uuid4()), **body, **told},
+                     timeout=60).json()
+    out = acc.result()
+    assert out.run_id == run_id and list(acc.results()) == [run_id] and not out.invalid_frames
+    assert _ids_alike(actual_view(out, exp)) == _ids_alike(expected_view(exp))
+    first, second = [[{k: v for k, v in p.items() if k != "createdAt"} for p in m["content"]["parts"]]
+                     for m in exp["dbMessages"]]
+    assert _ids_alike(second[1:]) == _ids_alike(first)
+    assert _ids_alike(out.parts) == _ids_alike(first + [{"type": "step-start"}] + second[:1])
+    return out
+
+
 @pytest.mark.parametrize("decision", ["approve", "decline"])
 def test_an_approval_and_the_stream_after_it_reassemble_as_the_server_resolves_them(server, codec, decision):
     """A tool call that waits for approval ("approveme"), then POST /approve-tool-call (or
     /decline-tool-call): its stream starts where the first stopped (a tool-result or
     tool-output-denied, no start chunk), and its MastraModelOutput resolves the whole run, the
     first stream's step included.  One Accumulator fed both streams, as they arrive, gives the
-    same, every field; the run ids are drawn at random, a UUID each, as a client's would be."""
-    run_id = str(uuid.uuid4())
-    acc = codec.Accumulator()
-    with httpx.stream("POST", f"{server}/api/agents/approveme/stream", json={"messages": "Remove 5", "runId": run_id},
-                      timeout=60) as r:
-        for piece in r.iter_raw():
-            acc.feed(piece)
-    assert acc.result().status == "suspended"
-    with httpx.stream("POST", f"{server}/api/agents/approveme/{decision}-tool-call",
-                      json={"runId": run_id, "toolCallId": "c-am"}, timeout=60) as r:
-        assert r.status_code == 200
-        for piece in r.iter_raw():
-            acc.feed(piece)
-    acc.close()
-    exp = httpx.post(f"{server}/expected-approved/approveme", json={
-        "messages": "Remove 5", "runId": str(uuid.uuid4()), "toolCallId": "c-am", "decline": decision == "decline"},
-        timeout=60).json()
-    out = acc.result()
-    assert out.run_id == run_id and list(acc.results()) == [run_id] and not out.invalid_frames
-    want, got = _ids_alike(expected_view(exp)), _ids_alike(actual_view(out, exp))
-    assert got == want
+    same, every field, and the message's parts; the run ids are drawn at random, a UUID each, as
+    a client's would be.  The call's invocation has the decision: a result with the grant, or
+    output-denied with the chunk's."""
+    out = _resumed(server, codec, "approveme", "Remove 5", f"{decision}-tool-call", {"toolCallId": "c-am"},
+                   "expected-approved", decline=decision == "decline")
     # (the text is the whole run's, as a run that was suspended has it)
     assert (out.text, out.status, [s.text for s in out.steps]) == (
         "Removing 5. Done with 5.", "success", ["Removing 5. ", "Done with 5."])
     assert [r.payload.result for r in out.tool_results] == ([{"removed": 5}] if decision == "approve" else [])
-    # The message parts: the server keeps the stream after the decision in a message of its own,
-    # which no step-start opens, and (Mastra 1.71) repeats the first message's parts after its
-    # own; we keep one list, as the stream has it (README, "parts").  The call's invocation has
-    # the decision either way: a result with the grant, or output-denied with the chunk's.
-    first, second = [[{k: v for k, v in p.items() if k != "createdAt"} for p in m["content"]["parts"]]
-                     for m in exp["dbMessages"]]
-    assert _ids_alike(second[1:]) == _ids_alike(first)
-    assert _ids_alike(out.parts) == _ids_alike(first + [{"type": "step-start"}] + second[:1])
     (inv,) = [p["toolInvocation"] for p in out.parts if p["type"] == "tool-invocation"]
     assert inv["state"] == ("result" if decision == "approve" else "output-denied")
     assert inv["approval"] == ({"id": "c-am", "approved": True} if decision == "approve" else
                                {"id": "c-am", "approved": False, "reason": "Tool call was not approved by the user"})
+
+
+def test_a_tool_that_suspended_itself_and_was_resumed_reassembles_as_the_server_resolves_it(server, codec):
+    """A tool that suspends itself ("suspending": tool-call-suspended), then POST /resume-stream
+    with resumeData: the tool runs again with it and returns, and the model goes on.  Both
+    streams into one Accumulator: the whole run, as agent.resumeStream's output resolves it."""
+    out = _resumed(server, codec, "suspending", AGENTS["suspending"], "resume-stream",
+                   {"resumeData": {"ok": True}, "toolCallId": "c-s"}, "expected-resumed")
+    assert (out.text, out.status, out.finish_reason) == ("Asking. Confirmed.", "success", "stop")
+    assert [r.payload.result for r in out.tool_results] == [{"confirmed": "x", "ok": True}]
+    (inv,) = [p["toolInvocation"] for p in out.parts if p["type"] == "tool-invocation"]
+    assert inv["state"] == "result" and "approval" not in inv
 
 
 def test_the_readme_reads_an_agent_so(server):

@@ -1134,20 +1134,6 @@ class _Run:
                                 "Tool execution failed"
                         d["toolInvocation"] = inv
                         break
-            elif kind == "denied":
-                # a declined call (tool-output-denied): the loop marks the first invocation of
-                # its id so, with the decision the chunk carries
-                cid = v.payload.toolCallId
-                for d in out:
-                    if d["type"] == "tool-invocation" and d["toolInvocation"]["toolCallId"] == cid:
-                        old = d["toolInvocation"]
-                        inv = {"state": "output-denied", "toolCallId": cid, "toolName": old["toolName"],
-                               "args": old["args"]}
-                        approval = v.payload.approval
-                        if approval is not UNSET:
-                            inv["approval"] = _v(approval)
-                        d["toolInvocation"] = inv
-                        break
             elif kind == "source":
                 p = _builtins(v.payload)
                 src = {"sourceType": "url"}
@@ -1197,6 +1183,20 @@ class _Run:
                 after_tool = False
                 seg_start = len(out)
                 early = 0
+            elif kind == "denied":      # (rare: after the usual kinds)
+                # a declined call (tool-output-denied): the loop marks the first invocation of
+                # its id so, with the decision the chunk carries
+                cid = v.payload.toolCallId
+                for d in out:
+                    if d["type"] == "tool-invocation" and d["toolInvocation"]["toolCallId"] == cid:
+                        old = d["toolInvocation"]
+                        inv = {"state": "output-denied", "toolCallId": cid, "toolName": old["toolName"],
+                               "args": old["args"]}
+                        approval = v.payload.approval
+                        if approval is not UNSET:
+                            inv["approval"] = _v(approval)
+                        d["toolInvocation"] = inv
+                        break
             else:           # "retry" (the step's late data parts go with it)
                 late = None
                 del out[max(boundary, 0):]

@@ -159,9 +159,11 @@ const SCRIPTS = {
     { type: 'tool-call', toolCallId: 'ws-1', toolName: 'web_search', input: '{"q":"mastra"}', providerExecuted: true },
     { type: 'tool-result', toolCallId: 'ws-1', toolName: 'web_search', result: { hits: 3 }, providerExecuted: true },
     ...text('t', ['Found ', 'three.']), finish('stop', 8, 2)],
-  // a tool that suspends itself
-  suspending: () => [meta('resp-su'), ...text('t', ['Asking. ']),
-    { type: 'tool-call', toolCallId: 'c-s', toolName: 'confirm', input: '{"what":"x"}' }, finish('tool-calls', 4, 2)],
+  // a tool that suspends itself (and, resumed, returns what it was told)
+  suspending: (prompt) => hasToolResult(prompt)
+    ? [meta('resp-su2'), ...text('u', ['Confirmed.']), finish('stop', 6, 1)]
+    : [meta('resp-su'), ...text('t', ['Asking. ']),
+       { type: 'tool-call', toolCallId: 'c-s', toolName: 'confirm', input: '{"what":"x"}' }, finish('tool-calls', 4, 2)],
   // the model stops at its token limit
   cutoff: () => [meta('resp-co'), ...text('t', ['This is cut ', 'off']), finish('length', 3, 4)],
   // an output processor aborts on a streamed chunk (a tripwire chunk mid-stream)
@@ -419,7 +421,10 @@ const removeTool = createTool({
 const confirmTool = createTool({
   id: 'confirm', description: 'Asks before it acts', inputSchema: z.object({ what: z.string() }),
   suspendSchema: z.object({ reason: z.string() }), resumeSchema: z.object({ ok: z.boolean() }),
-  execute: async ({ what }, ctx) => { await ctx.agent.suspend({ reason: `confirm ${what}` }); },
+  execute: async ({ what }, ctx) => {
+    if (ctx.agent?.resumeData) return { confirmed: what, ok: ctx.agent.resumeData.ok };
+    await ctx.agent.suspend({ reason: `confirm ${what}` });
+  },
 });
 const counterTool = createTool({
   id: 'counter', description: 'Counts, yielding as it goes', inputSchema: z.object({ n: z.number() }),
@@ -692,6 +697,17 @@ app.post('/expected-approved/:id', async (c) => {
   await first.consumeStream();
   const out = await (body.decline ? agent.declineToolCall({ runId: body.runId, toolCallId: body.toolCallId })
     : agent.approveToolCall({ runId: body.runId, toolCallId: body.toolCallId }));
+  await out.consumeStream();
+  return c.json(await resolved(out));
+});
+// A run left suspended by its own tool (agent.stream), then resumed with resumeData
+// (agent.resumeStream): what the second stream's MastraModelOutput resolves.
+app.post('/expected-resumed/:id', async (c) => {
+  const body = await c.req.json();
+  const agent = mastra.getAgent(c.req.param('id'));
+  const first = await agent.stream(body.messages, { runId: body.runId });
+  await first.consumeStream();
+  const out = await agent.resumeStream(body.resumeData, { runId: body.runId, toolCallId: body.toolCallId });
   await out.consumeStream();
   return c.json(await resolved(out));
 });
