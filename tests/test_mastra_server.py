@@ -164,6 +164,7 @@ AGENTS = {
     "objproc": "Go",
     "cachewrite": "Bern",
     "titled": "Lyon",
+    "fallback": "Hi",
     "later": "Go",
     "waited": "Go",
     "bgmodel": "Go",
@@ -294,6 +295,9 @@ def test_the_scripted_runs_are_what_they_are_meant_to_be(server):
     assert [p["type"] for p in _persisted(t)].count("data-progress") == 2
     a = runs["approval"]
     assert a["status"] == "suspended" and a["suspendPayload"]["toolCallId"] == "c-del"
+    fb = runs["fallback"]     # (the first model of its list throws: the run is the second's)
+    assert (fb["status"], fb["text"]["value"], fb["steps"]["value"][0]["responseModelId"]) == (
+        "success", "From the backup.", "mock-model-id")
     src = runs["sources"]
     assert (len(src["sources"]["value"]), len(src["files"]["value"])) == (2, 1)
     d = runs["delegating"]

@@ -378,6 +378,8 @@ const SCRIPTS = {
   waited: bgScript('waited', 'resp-bw'),
   bgmodel: bgScript('bgmodel', 'resp-bm'),
   bgfail: bgScript('bgfail', 'resp-bf'),
+  // a list of models whose first fails before it streams: the next one answers
+  fallback: () => [meta('resp-fb'), ...text('t', ['From the ', 'backup.']), finish('stop', 3, 2)],
   // what the wire does not show (test_what_the_wire_does_not_show): an output processor that
   // aborts once the run is over, and one that never trips
   final: () => [meta('resp-fi'), ...text('t', ['All ', 'done.']), finish('stop', 3, 2)],
@@ -497,7 +499,10 @@ const bgmodelTool = bgTool('bgmodel', { enabled: true, defaultDisposition: 'awai
   { toModelOutput: (o) => ({ type: 'text', value: `n is ${o.n}` }) });
 const bgfailTool = bgTool('bgfail', { enabled: true, defaultDisposition: 'awaited' },
   async ({ n }) => { throw new Error(`no luck with ${n}`); });
+// a model that fails as it is called (no stream): the agent falls back to the next in its list
+const downModel = { ...mockModel(() => []), modelId: 'down-model', async doStream() { throw new Error('primary down'); } };
 const EXTRA = {
+  fallback: { model: [{ model: downModel, maxRetries: 0 }, { model: mockModel(SCRIPTS.fallback), maxRetries: 0 }] },
   later: { tools: { later: laterTool } },
   waited: { tools: { waited: waitedTool } },
   bgmodel: { tools: { bgmodel: bgmodelTool } },
