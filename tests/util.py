@@ -232,8 +232,13 @@ def _run_chunks(rng, rid, nested=True):
             out.append({"type": "abort", **env, "payload": {}})
         elif k < 0.91:
             out.append({"type": "tripwire", **env, "payload": {"tripwireReason": "no"}})
-        elif k < 0.915:
+        elif k < 0.913:
             out.append({"type": "tool-call-approval", **env, "payload": {"toolCallId": "c1", "toolName": "w", "args": {}}})
+        elif k < 0.915:
+            p = {"toolCallId": rng.choice(calls), "toolName": "w"}
+            if rng.random() < 0.7:
+                p["approval"] = {"id": p["toolCallId"], "approved": False, "reason": "no"}
+            out.append({"type": "tool-output-denied", **env, "payload": p})
         elif k < 0.93:
             out.append({"type": "data-x", "data": {"v": rng.randrange(5)}})
         elif k < 0.95 and nested:
