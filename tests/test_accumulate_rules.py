@@ -630,6 +630,12 @@ def test_a_background_tasks_end_is_written_into_the_message_as_its_hook_writes_i
                                               "x": 2}
     assert list(r.parts[0]["providerMetadata"]["mastra"]) == ["k", "modelOutput", "backgroundTask"]
     assert [c.payload.result for c in r.tool_results] == ["Background task started.", {"v": 1}]
+    # a task that returns null: the hook writes it as any other ("bgnull" on the live server)
+    r = ways(codec, [call, started, placeholder, line("tool-result", {"toolCallId": "a", "toolName": "w", "result": None,
+                                                                      "providerMetadata": bt("completed")})])
+    assert r.parts[0]["toolInvocation"]["result"] is None
+    assert r.parts[0]["providerMetadata"] == {"mastra": {"k": 1, "modelOutput": None,
+                                                         "backgroundTask": {"taskId": "T", "status": "completed"}}, "x": 2}
     # awaited, with an output for the model: the loop's result carries it (before or after the hook's)
     modeled = {"mastra": {"backgroundTask": {"taskId": "T", "status": "completed"}, "modelOutput": {"type": "text", "value": "v"}}}
     loops = line("tool-result", {"toolCallId": "a", "toolName": "w", "result": {"v": 1}, "providerMetadata": modeled})
@@ -683,6 +689,12 @@ def test_a_tool_calls_approval_decision_is_in_its_message_part(codec):
         "state": "output-denied", "toolCallId": "a", "toolName": "w", "args": {"n": 1}}
     other = line("tool-output-denied", {"toolCallId": "b", "toolName": "w", "approval": no})
     assert ways(codec, [call, asks, other]).parts[0]["toolInvocation"]["state"] == "call"
+    # a background task's hook writes the grant, for a failure too (the loop's own error has none)
+    bg_failed = line("tool-error", {"toolCallId": "a", "toolName": "w", "error": {"message": "m"},
+                                    "providerMetadata": {"mastra": {"backgroundTask": {"taskId": "T", "status": "failed"}}}})
+    plain_failed = line("tool-error", {"toolCallId": "a", "toolName": "w", "error": {"message": "m"}})
+    assert ways(codec, [call, asks, bg_failed]).parts[0]["toolInvocation"]["approval"] == {"id": "a", "approved": True}
+    assert "approval" not in ways(codec, [call, asks, plain_failed]).parts[0]["toolInvocation"]
     # no grant for a call that did not wait for approval, nor for another call's approval
     asks_b = line("tool-call-approval", {"toolCallId": "b", "toolName": "w"})
     for chunks in ([call, result], [call, asks_b, result]):

@@ -169,6 +169,7 @@ AGENTS = {
     "waited": "Go",
     "bgmodel": "Go",
     "bgfail": "Go",
+    "bgnull": "Go",
 }
 
 
@@ -399,7 +400,7 @@ def test_the_scripted_runs_are_what_they_are_meant_to_be(server):
                for r in runs[a]["toolResults"]["value"]],
               [(p["toolInvocation"].get("result", p["toolInvocation"].get("errorText")), p.get("providerMetadata"))
                for p in _ids_alike(_persisted(runs[a])) if p["type"] == "tool-invocation"])
-          for a in ("later", "waited", "bgmodel", "bgfail")}
+          for a in ("later", "waited", "bgmodel", "bgfail", "bgnull")}
     ((placeholder, status),) = bg["later"][0]
     assert placeholder.startswith("Background task started. Task ID: ") and status == "running"
     done = {"taskId": "<uuid>", "status": "completed"}
@@ -407,6 +408,7 @@ def test_the_scripted_runs_are_what_they_are_meant_to_be(server):
                             [({"n": 3, "squared": 9}, {"mastra": {"modelOutput": None, "backgroundTask": done}})])
     assert bg["bgmodel"][1] == [({"n": 3}, {"mastra": {"modelOutput": {"type": "text", "value": "n is 3"}, "backgroundTask": done}})]
     assert bg["bgfail"] == ([], [("no luck with 3", {"mastra": {"modelOutput": None, "backgroundTask": dict(done, status="failed")}})])
+    assert bg["bgnull"] == ([(None, "completed")] * 2, [(None, {"mastra": {"modelOutput": None, "backgroundTask": done}})])
 
 
 def test_what_the_wire_does_not_show(server, codec):

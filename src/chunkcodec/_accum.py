@@ -1070,23 +1070,24 @@ class _Run:
                         # a call that waited for approval and ran: the loop gives its result
                         # the grant (a declined one has no result: tool-output-denied)
                         inv["approval"] = {"id": cid, "approved": True}
-                    if inv["result"] is not None:
-                        # (the result's providerExecuted, and its providerMetadata, else the call's;
-                        # a null one only the loop merges, into the call's part as it is)
-                        rpm = getattr(res.payload, "providerMetadata", UNSET)
-                        bg = _background_task(rpm, "completed")
-                        if bg is None:
-                            pm = _merged_item_ids(pm, rpm)
-                        else:
-                            # (the task's hook and the loop each send a result: the loop's carries
-                            # the tool's toModelOutput, whichever comes last)
-                            mo = None
-                            for c in self.tool_results:
-                                m = _v(getattr(c.payload, "providerMetadata", None))
-                                m = m.get("mastra") if c.payload.toolCallId == cid and isinstance(m, dict) else None
-                                if isinstance(m, dict) and m.get("modelOutput") is not None:
-                                    mo = m["modelOutput"]
-                            pm = _background_pm(pm, mo, bg)
+                    # (the result's providerExecuted, and its providerMetadata, else the call's; a
+                    # null one only the loop merges, into the call's part as it is, unless a
+                    # background task's hook wrote it first)
+                    rpm = getattr(res.payload, "providerMetadata", UNSET)
+                    bg = _background_task(rpm, "completed")
+                    if bg is not None:
+                        # (the task's hook and the loop each send a result: the loop's carries
+                        # the tool's toModelOutput, whichever comes last)
+                        mo = None
+                        for c in self.tool_results:
+                            m = _v(getattr(c.payload, "providerMetadata", None))
+                            m = m.get("mastra") if c.payload.toolCallId == cid and isinstance(m, dict) else None
+                            if isinstance(m, dict) and m.get("modelOutput") is not None:
+                                mo = m["modelOutput"]
+                        pm = _background_pm(pm, mo, bg)
+                        executed = getattr(res.payload, "providerExecuted", UNSET)
+                    elif inv["result"] is not None:
+                        pm = _merged_item_ids(pm, rpm)
                         executed = getattr(res.payload, "providerExecuted", UNSET)
                 d = {"type": "tool-invocation", "toolInvocation": inv}
                 if pm is not UNSET:
@@ -1117,6 +1118,9 @@ class _Run:
                             bg_failed[cid] = msg
                             inv["errorText"] = "Background task failed: " + \
                                 (msg if isinstance(msg, str) and msg else "Unknown error")
+                            if self.gated is not None and cid in self.gated:
+                                # (the hook writes an approved call's grant, failed or not)
+                                inv["approval"] = {"id": cid, "approved": True}
                             cpm = UNSET     # (the hook's base: the call's, not a placeholder result's)
                             for c in self.call_list:
                                 if c.payload.toolCallId == cid:

@@ -373,11 +373,12 @@ const SCRIPTS = {
        { type: 'tool-call', toolCallId: 'c-ti', toolName: 'forecast', input: '{"city":"Lyon"}' }, finish('tool-calls', 1, 1)],
   // tools that run as background tasks (the Mastra below has them enabled): one left running
   // (its result a placeholder; the stream ends before it does), one the loop waits for, one with
-  // an output for the model, one that fails
+  // an output for the model, one that fails, one that returns null
   later: bgScript('later', 'resp-bl'),
   waited: bgScript('waited', 'resp-bw'),
   bgmodel: bgScript('bgmodel', 'resp-bm'),
   bgfail: bgScript('bgfail', 'resp-bf'),
+  bgnull: bgScript('bgnull', 'resp-bn'),
   // a list of models whose first fails before it streams: the next one answers
   fallback: () => [meta('resp-fb'), ...text('t', ['From the ', 'backup.']), finish('stop', 3, 2)],
   // what the wire does not show (test_what_the_wire_does_not_show): an output processor that
@@ -499,6 +500,7 @@ const bgmodelTool = bgTool('bgmodel', { enabled: true, defaultDisposition: 'awai
   { toModelOutput: (o) => ({ type: 'text', value: `n is ${o.n}` }) });
 const bgfailTool = bgTool('bgfail', { enabled: true, defaultDisposition: 'awaited' },
   async ({ n }) => { throw new Error(`no luck with ${n}`); });
+const bgnullTool = bgTool('bgnull', { enabled: true, defaultDisposition: 'awaited' }, async () => null);
 // a model that fails as it is called (no stream): the agent falls back to the next in its list
 const downModel = { ...mockModel(() => []), modelId: 'down-model', async doStream() { throw new Error('primary down'); } };
 const EXTRA = {
@@ -507,6 +509,7 @@ const EXTRA = {
   waited: { tools: { waited: waitedTool } },
   bgmodel: { tools: { bgmodel: bgmodelTool } },
   bgfail: { tools: { bgfail: bgfailTool } },
+  bgnull: { tools: { bgnull: bgnullTool } },
   titled: { tools: { forecast: forecastTool } },
   cachewrite: { tools: { weather: weatherTool } },
   objerr: { defaultOptions: { structuredOutput: { schema: z.object({ answer: z.string() }) } } },
