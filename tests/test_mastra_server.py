@@ -527,11 +527,11 @@ def test_a_workflow_whose_step_is_an_agent_gives_the_agents_run(server, codec):
 def _resumed(server, codec, agent, message, route, body, expected, **told):
     """A run that stops (status suspended), then the stream after it (POST /api/agents/<agent>/
     <route> with body and the run id): one Accumulator fed both streams as they arrive, its
-    result, and what the server resolves of the same two calls (POST /<expected>/<agent>, told
-    body and `told` too).  The
-    parts of the server's message come with it: the stream after the stop goes into a message of
-    its own, which no step-start opens, and (Mastra 1.71) repeats the first message's parts after
-    its own; we keep one list, as the stream has it (README, "parts"), checked here."""
+    result, held to what the server resolves of the same two calls (POST /<expected>/<agent>,
+    told body and `told` too), every field.  The parts of the server's message come with it: the
+    stream after the stop goes into a message of its own, which no step-start opens, and (Mastra
+    1.71) repeats the first message's parts after its own; we keep one list, as the stream has it
+    (README, "parts"), checked here."""
     run_id = str(uuid.uuid4())
     acc = codec.Accumulator()
     with httpx.stream("POST", f"{server}/api/agents/{agent}/stream", json={"messages": message, "runId": run_id},
@@ -544,8 +544,8 @@ def _resumed(server, codec, agent, message, route, body, expected, **told):
         for piece in r.iter_raw():
             acc.feed(piece)
     acc.close()
-    exp = httpx.post(f"{server}/{expected}/{agent}", json={"messages": message, "runId": str(uuid.uuid4()), **body, **told},
-                     timeout=60).json()
+    exp = httpx.post(f"{server}/{expected}/{agent}",
+                     json={"messages": message, "runId": str(uuid.uuid4()), **body, **told}, timeout=60).json()
     out = acc.result()
     assert out.run_id == run_id and list(acc.results()) == [run_id] and not out.invalid_frames
     assert _ids_alike(actual_view(out, exp)) == _ids_alike(expected_view(exp))
