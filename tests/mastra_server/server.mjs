@@ -696,29 +696,22 @@ app.post('/expected/:id', async (c) => {
   await out.consumeStream();
   return c.json(await resolved(out));
 });
-// (the same for a run whose tool call waits for approval, then approved: what the approval's
-// stream resolved)
-app.post('/expected-approved/:id', async (c) => {
+// A run that stops (agent.stream: a tool call waits for approval, or a tool suspends itself), then
+// the stream that goes on from it (`next`): what that second stream's MastraModelOutput resolves.
+const afterStop = (next) => async (c) => {
   const body = await c.req.json();
   const agent = mastra.getAgent(c.req.param('id'));
   const first = await agent.stream(body.messages, { runId: body.runId });
   await first.consumeStream();
-  const out = await (body.decline ? agent.declineToolCall({ runId: body.runId, toolCallId: body.toolCallId })
-    : agent.approveToolCall({ runId: body.runId, toolCallId: body.toolCallId }));
+  const out = await next(agent, body);
   await out.consumeStream();
   return c.json(await resolved(out));
-});
-// A run left suspended by its own tool (agent.stream), then resumed with resumeData
-// (agent.resumeStream): what the second stream's MastraModelOutput resolves.
-app.post('/expected-resumed/:id', async (c) => {
-  const body = await c.req.json();
-  const agent = mastra.getAgent(c.req.param('id'));
-  const first = await agent.stream(body.messages, { runId: body.runId });
-  await first.consumeStream();
-  const out = await agent.resumeStream(body.resumeData, { runId: body.runId, toolCallId: body.toolCallId });
-  await out.consumeStream();
-  return c.json(await resolved(out));
-});
+};
+app.post('/expected-approved/:id', afterStop((agent, b) => (b.decline
+  ? agent.declineToolCall({ runId: b.runId, toolCallId: b.toolCallId })
+  : agent.approveToolCall({ runId: b.runId, toolCallId: b.toolCallId }))));
+app.post('/expected-resumed/:id', afterStop((agent, b) => agent.resumeStream(b.resumeData,
+  { runId: b.runId, toolCallId: b.toolCallId })));
 await new MastraServer({ app, mastra }).init();
 
 // What a MastraModelOutput resolved, in the shape of the corpus's .expected.json files.
