@@ -69,3 +69,16 @@ def test_bad_json_is_msgspecs_error(data):
         msgspec.json.decode(data)
     with pytest.raises(want.type):
         _native().plain_value(data)
+
+
+def test_cached_short_strings_stay_right_across_many_runs():
+    """Short ASCII strings (keys, runIds) come from a cache of made strings, by their bytes: many
+    distinct ones that share their first, middle and last bytes (UUIDs, numbered ids), read in
+    turn as interleaved runs read them, each time give their own text, whatever slot they share."""
+    ids = [f"{k:08x}-0000-4000-8000-{k * 7919:012x}" for k in range(3000)]
+    ids += [f"agent-run-2025-11-23-{k:06d}" for k in range(3000)] + [f"r{k}" for k in range(300)]
+    ids += ["x" * n for n in range(1, 41)]
+    for _ in range(2):
+        for s in ids:
+            got, made_here = _native().plain_value(json.dumps(s).encode())
+            assert got == s and made_here

@@ -352,8 +352,10 @@ cdef object _NOT_PLAIN = object()
 # The short strings _plain_value makes, by their bytes: usage and providerMetadata objects repeat a
 # few keys in every frame, and finish frames a few values (a runId, a finish reason, a model id); a
 # str made once costs less than one made each time (msgspec keeps such a cache of keys).  A slot
-# per hash of the bytes; a new string takes the slot over.
-DEF _STR_SLOTS = 128
+# per hash of the bytes; a new string takes the slot over.  (1024 slots: a log's runIds are such
+# strings, and hundreds of runs may be in flight at once.)
+DEF _STR_SLOTS = 1024
+DEF _STR_BITS = 10
 DEF _STR_MAX = 40
 cdef struct _StrSlot:
     size_t len
@@ -366,10 +368,19 @@ cdef object _short_str(const cc_str_t* cs):
     """The str cc_scan_str read: from the cache when it holds the same bytes (plain ASCII strings
     up to _STR_MAX bytes)."""
     cdef size_t n = cs.len, h
+    cdef uint64_t a, b, c
     cdef _StrSlot* slot
     if cs.flags or cs.maxchar >= 0x80 or n > _STR_MAX or n == 0:
         return _make_str(cs)
-    h = n * 31 + <unsigned char>cs.p[0] * 7 + <unsigned char>cs.p[n - 1] + <unsigned char>cs.p[n >> 1] * 131
+    if n >= 8:
+        # three words of it, where runIds differ (a UUID's first, middle and last bytes)
+        memcpy(&a, cs.p, 8)
+        memcpy(&b, cs.p + n - 8, 8)
+        memcpy(&c, cs.p + (n >> 1) - 4, 8)
+        h = <size_t>(((a * 0x9E3779B97F4A7C15ULL) ^ (b * 0xC2B2AE3D27D4EB4FULL) ^ (c * 0x165667B19E3779F9ULL)
+                      ^ n) >> (64 - _STR_BITS))
+    else:
+        h = n * 31 + <unsigned char>cs.p[0] * 7 + <unsigned char>cs.p[n - 1] + <unsigned char>cs.p[n >> 1] * 131
     slot = &_strs[h & (_STR_SLOTS - 1)]
     if slot.s != NULL and slot.len == n and memcmp(slot.bytes, cs.p, n) == 0:
         return <object>slot.s
