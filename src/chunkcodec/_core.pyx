@@ -1461,13 +1461,13 @@ cdef class StreamDecoder:
         elif st.event == CC_ACC_START:
             self._sink._make_current(run_id, from_)
         elif st.event == CC_ACC_TOOL_INPUT_END:
-            self._sink._tool_input_end(run_id, from_, PyUnicode_DecodeUTF8(st.key, <Py_ssize_t>st.key_len, NULL))
+            self._sink._tool_input_end(run_id, from_, _plain_utf8(st.key, st.key_len))
         elif st.event == CC_ACC_TOOL_INPUT_START:
             self._sink._tool_input_start(run_id, from_,
                                          self._cached_utf8(st.key, st.key_len, CC_F_TOOL_CALL_ID),
                                          self._cached_utf8(st.name, st.name_len, CC_F_TOOL_NAME))
         else:
-            self._sink._text_end(run_id, from_, PyUnicode_DecodeUTF8(st.key, <Py_ssize_t>st.key_len, NULL))
+            self._sink._text_end(run_id, from_, _plain_utf8(st.key, st.key_len))
         return 0
 
     cdef int _sink_delta(self, cc_accum_stop* st, bytes b, Py_ssize_t at, long long pos, list out) except -1:
@@ -1601,13 +1601,15 @@ cdef class StreamDecoder:
         return self._cached_utf8(s.p, s.len, slot)
 
     cdef object _cached_utf8(self, const char* p, size_t n, int slot):
-        """_cached for a string known to hold no escape (its bytes are its UTF-8).  A runId goes
-        to the module's cache of short strings instead: runs interleave in a log, so one slot
-        would miss, and there the finish readers' runIds are the same str objects (a dict lookup
-        by one finds it by identity, its hash already computed)."""
+        """_cached for a string known to hold no escape (its bytes are its UTF-8).  Only `from`
+        keeps a slot of its own here (one value in a stream, as a rule); a runId, a part's id, a
+        toolCallId or a tool's name goes to the module's cache of short strings instead: runs
+        interleave in a log, so one slot would miss, and there the finish and tool readers' values
+        are the same str objects (a dict lookup by one finds it by identity, its hash already
+        computed)."""
         cdef object raw
         cdef object val
-        if slot == CC_F_RUN_ID:
+        if slot != CC_F_FROM:
             return _plain_utf8(p, n)
         raw = self._cache[2 * slot]
         if raw is not None and PyBytes_GET_SIZE(raw) == <Py_ssize_t>n and memcmp(PyBytes_AS_STRING(raw), p, n) == 0:
