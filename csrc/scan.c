@@ -258,7 +258,7 @@ __attribute__((target("avx2,popcnt"))) static size_t measure_avx2(const unsigned
 }
 #endif
 
-int cc_utf8_measure(const char *buf, size_t n, size_t *ncp, uint32_t *maxchar) {
+static inline int utf8_measure(const char *buf, size_t n, size_t *ncp, uint32_t *maxchar, int check) {
     const unsigned char *p = (const unsigned char *)buf;
     size_t i = 0, cont = 0;             /* continuation bytes: every other byte starts a code point */
     unsigned top = 0;                   /* the largest byte */
@@ -282,12 +282,20 @@ int cc_utf8_measure(const char *buf, size_t n, size_t *ncp, uint32_t *maxchar) {
         top = p[i] > top ? p[i] : top;
         cont += (p[i] & 0xC0) == 0x80;
     }
-    if (top >= 0x80 && !cc_utf8_valid(buf, n)) return 0;
+    if (check && top >= 0x80 && !cc_utf8_valid(buf, n)) return 0;
     /* the widest lead byte says the widest code point (well-formed UTF-8 has no overlongs): F0-F4
      * one past U+FFFF, E0-EF and C4-DF one past U+FF, C2-C3 one in U+80-U+FF */
     *maxchar = top < 0x80 ? 0x7F : top < 0xC4 ? 0xFF : top < 0xF0 ? 0xFFFF : 0x10FFFF;
     *ncp = n - cont;
     return 1;
+}
+
+int cc_utf8_measure(const char *buf, size_t n, size_t *ncp, uint32_t *maxchar) {
+    return utf8_measure(buf, n, ncp, maxchar, 1);
+}
+
+int cc_utf8_measure_known(const char *buf, size_t n, size_t *ncp, uint32_t *maxchar) {
+    return utf8_measure(buf, n, ncp, maxchar, 0);
 }
 
 /* One code point of well-formed UTF-8 at p[*i], *i moved past it.  (A branchless decode, by

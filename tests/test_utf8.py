@@ -121,8 +121,12 @@ WIDTHS = ("a", "\x7f", "\x80", "\xe9", "\xff", "\u0100", "\u07ff", "\u0800", "\u
           "\U00010000", "\U0001f600", "\U0010ffff")
 
 
-def test_text_of_every_width_at_every_place():
-    text = _native().utf8_text
+@pytest.mark.parametrize("by_c", [False, True], ids=["appended", "written-by-c"])
+def test_text_of_every_width_at_every_place(by_c):
+    """Bytes appended from Python are checked as they are decoded; bytes the C readers wrote (which
+    check each string as they write it) are not checked again: both give Python's text."""
+    def text(b, start=0, end=-1):
+        return _native().utf8_text(b, start, end, by_c)
     for ch in WIDTHS:
         for other in ("", "\xe9", "\u4e16"):
             for at in range(0, 70):
@@ -163,10 +167,33 @@ def test_text_ranges_are_clamped_on_both_paths():
         assert buf.text(3) == "llo \U0001f600"
 
 
-def test_text_not_whole_characters_is_an_error_as_in_python():
+@pytest.mark.parametrize("by_c", [False, True], ids=["appended", "written-by-c"])
+def test_text_not_whole_characters_is_an_error_as_in_python(by_c):
     """A range that cuts a character (no caller makes one) fails as Python's decoder does: the
-    native decoder leaves text that is not well-formed to it."""
-    b = "\xe9\U0001f600".encode()
-    for start, end in ((1, 6), (0, 1), (2, 4)):
+    native decoder leaves text that is not well-formed to it, also in a buffer only the C readers
+    wrote, where a range that starts or ends inside a character is checked after all."""
+    b = "\xe9\U0001f600a\u4e16".encode()
+    for start, end in ((1, 6), (0, 1), (2, 4), (0, 3), (3, 7), (6, 9), (7, 9), (8, 10), (2, 5)):
         with pytest.raises(UnicodeDecodeError):
-            _native().utf8_text(b, start, end)
+            _native().utf8_text(b, start, end, by_c)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(st.characters(blacklist_categories=("Cs",)), max_size=120), st.data())
+def test_text_written_by_c_any_range(s, data):
+    """Well-formed text written as the C readers write it: every range of it on character
+    boundaries is Python's text, and every other range Python's error."""
+    b = s.encode()
+    start, end = sorted(data.draw(st.lists(st.integers(0, len(b)), min_size=2, max_size=2)))
+    try:
+        want = b[start:end].decode()
+    except UnicodeDecodeError:
+        with pytest.raises(UnicodeDecodeError):
+            _native().utf8_text(b, start, end, True)
+    else:
+        _same_str(_native().utf8_text(b, start, end, True), want)
+
+
+def test_text_written_by_c_takes_only_well_formed_bytes():
+    with pytest.raises(ValueError):
+        _native().utf8_text(b"\xed\xa0\x80", 0, -1, True)

@@ -68,6 +68,7 @@ cdef extern from "chunkcodec/scan.h":
     void cc_str_decode(const cc_str_t *s, int kind, void *dst) nogil
     size_t cc_str_decode_utf8(const cc_str_t *s, char *dst) nogil
     int cc_utf8_measure(const char *p, size_t n, size_t *ncp, uint32_t *maxchar) nogil
+    int cc_utf8_measure_known(const char *p, size_t n, size_t *ncp, uint32_t *maxchar) nogil
     void cc_utf8_widen(const char *p, size_t n, int kind, size_t ncp, void *dst) nogil
     int CC_STR_ESCAPED
     int CC_STR_NONCANON

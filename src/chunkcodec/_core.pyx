@@ -241,28 +241,43 @@ cdef inline object _make_str(const cc_str_t* s):
     return u
 
 
-cdef str _utf8_text(const char* p, Py_ssize_t n):
+cdef str _utf8_text(const char* p, Py_ssize_t n, bint known=False):
     """p[0..n) as text, measured first (cc_utf8_measure), then made at its final size and kind and
     filled (cc_utf8_widen): what PyUnicode_DecodeUTF8(p, n, "surrogatepass") gives, which widens
     the str as it meets wider characters; about twice as fast on a run's text with an emoji in it
     (1.5 us against 2.9 for 1.6 KB, from Python).  (Text that is not well-formed UTF-8 -- a lone
     surrogate, from a str added with Accumulator.add -- is left to CPython, and a high surrogate
-    followed by a low one joined: _results.join_surrogates.)"""
+    followed by a low one joined: _results.join_surrogates.)  known: p[0..n) is well-formed UTF-8
+    already (DeltaBuf.text says when), so it is measured without the check."""
     cdef size_t ncp
     cdef uint32_t maxchar
     if n <= 0:
         return ""
-    if not cc_utf8_measure(p, <size_t>n, &ncp, &maxchar):
+    if known:
+        cc_utf8_measure_known(p, <size_t>n, &ncp, &maxchar)
+    elif not cc_utf8_measure(p, <size_t>n, &ncp, &maxchar):
         return _join_surrogates(PyUnicode_DecodeUTF8(p, n, "surrogatepass"))
     cdef object u = PyUnicode_New(<Py_ssize_t>ncp, <Py_UCS4>maxchar)
     cc_utf8_widen(p, <size_t>n, PyUnicode_KIND(u), ncp, PyUnicode_DATA(u))
     return u
 
 
-def utf8_text(data, Py_ssize_t start=0, Py_ssize_t end=-1):
-    """(A test hook.)  bytes(data)[start:end] as DeltaBuf.text decodes its buffer."""
+def utf8_text(data, Py_ssize_t start=0, Py_ssize_t end=-1, bint by_c=False):
+    """(A test hook.)  bytes(data)[start:end] as DeltaBuf.text decodes its buffer: appended from
+    Python, or (by_c) written as the C readers write (append_str), which they do only with
+    well-formed UTF-8 (ValueError for other bytes)."""
+    cdef bytes b = bytes(data)
+    cdef cc_str_t s
     buf = DeltaBuf()
-    buf.append(bytes(data))
+    if not by_c:
+        buf.append(b)
+        return buf.text(start, end)
+    if not cc_utf8_valid(PyBytes_AS_STRING(b), <size_t>PyBytes_GET_SIZE(b)):
+        raise ValueError("the C readers write well-formed UTF-8 only")
+    s.p = PyBytes_AS_STRING(b)
+    s.len = <size_t>PyBytes_GET_SIZE(b)
+    s.flags = 0
+    buf.append_str(&s)
     return buf.text(start, end)
 
 
@@ -756,10 +771,15 @@ cdef class DeltaBuf:
     cdef readonly bytearray data
     cdef object _owner
     cdef cc_dbuf d
+    # append() wrote to it: bytes from Python (an added chunk's str, encoded with surrogatepass)
+    # that no reader checked; until then every byte came from the C readers, which check each
+    # string's UTF-8 as they write it (the delta loop, append_str)
+    cdef bint _unchecked
 
     def __init__(self):
         self.data = bytearray()
         self._owner = None
+        self._unchecked = False
         self._bind()
 
     @property
@@ -809,6 +829,7 @@ cdef class DeltaBuf:
         return 0
 
     def append(self, b):
+        self._unchecked = True
         try:
             self.data += b
         except BufferError:
@@ -826,11 +847,18 @@ cdef class DeltaBuf:
     def text(self, Py_ssize_t start=0, Py_ssize_t end=-1):
         """The bytes [start:end] as text; end -1 or past the end: to the end."""
         cdef Py_ssize_t n = PyByteArray_GET_SIZE(self.data)
+        cdef const unsigned char* p = <const unsigned char*>PyByteArray_AS_STRING(self.data)
         if end < 0 or end > n:
             end = n
         if start < 0:
             start = 0
-        return _utf8_text(PyByteArray_AS_STRING(self.data) + start, end - start)
+        # Bytes only the C readers wrote are strings of well-formed UTF-8 one after the other, so
+        # any range of them that starts and ends on a character's first byte (not a continuation
+        # byte, 0x80-0xBF) is well-formed too, and is not checked again (the ranges asked for are
+        # deltas' ends; a range that is not is checked as any other)
+        return _utf8_text(<const char*>p + start, end - start,
+                          not self._unchecked and (start >= end or (
+                              (p[start] & 0xC0) != 0x80 and (end == n or (p[end] & 0xC0) != 0x80))))
 
     cdef int append_str(self, const cc_str_t* s) except -1:
         """Unescape a scanned JSON string straight onto the end of the buffer."""

@@ -69,6 +69,10 @@ int cc_utf8_valid(const char *p, size_t n);
  * largest (0x7F, 0xFF, 0xFFFF or 0x10FFFF: exact, as a str's kind must be) when p[0..n) is
  * well-formed UTF-8 (as cc_utf8_valid), else 0. */
 int cc_utf8_measure(const char *p, size_t n, size_t *ncp, uint32_t *maxchar);
+/* The same for p[0..n) known to be well-formed UTF-8 (the accumulator's buffers that only the C
+ * readers wrote, which checked each string they wrote, sliced at character boundaries): not
+ * checked again. */
+int cc_utf8_measure_known(const char *p, size_t n, size_t *ncp, uint32_t *maxchar);
 /* Decode p[0..n), which cc_utf8_measure accepted, into its ncp code units of kind bytes (1, 2 or
  * 4: the kind of its maxchar) at dst. */
 void cc_utf8_widen(const char *p, size_t n, int kind, size_t ncp, void *dst);
