@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from conftest import _native
 from chunkcodec import _reference
+from chunkcodec._results import join_surrogates
 
 
 def _python(b: bytes) -> bool:
@@ -197,3 +198,36 @@ def test_text_written_by_c_any_range(s, data):
 def test_text_written_by_c_takes_only_well_formed_bytes():
     with pytest.raises(ValueError):
         _native().utf8_text(b"\xed\xa0\x80", 0, -1, True)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(st.characters(blacklist_categories=()), max_size=40),
+       st.text(st.characters(blacklist_categories=("Cs",)), max_size=60), st.data())
+def test_text_after_python_bytes(py, s, data):
+    """A buffer that append() wrote from Python first (an added chunk's text: lone surrogates too,
+    as surrogatepass encodes them), then the C readers: a range of the C readers' bytes alone is
+    taken without a check, any range that reaches into Python's is checked; both give Python's
+    text (surrogates joined, as JavaScript's concatenation joins them), or Python's error."""
+    before = py.encode("utf-8", "surrogatepass")
+    b = before + s.encode()
+    start, end = sorted(data.draw(st.lists(st.integers(0, len(b)), min_size=2, max_size=2)))
+    _python_then_c(py, s, start, end)
+
+
+def _python_then_c(py, s, start, end):
+    before = py.encode("utf-8", "surrogatepass")
+    b = before + s.encode()
+    try:
+        want = join_surrogates(b[start:end].decode("utf-8", "surrogatepass"))
+    except UnicodeDecodeError:
+        with pytest.raises(UnicodeDecodeError):
+            _native().utf8_text(s.encode(), start, end, True, before)
+    else:
+        _same_str(_native().utf8_text(s.encode(), start, end, True, before), want)
+
+
+def test_text_after_python_surrogates():
+    """Surrogates that append() wrote (a pair, joined; a lone one, kept), then the C readers' text."""
+    for start, end in ((0, 11), (0, 13), (1, 11), (4, 13), (11, 14), (11, 13), (10, 14)):
+        _python_then_c("a\ud83d\ude00\ud800", "\xe9x", start, end)
+    _python_then_c("\ud83d", "\xe9", 0, 5)

@@ -262,13 +262,15 @@ cdef str _utf8_text(const char* p, Py_ssize_t n, bint known=False):
     return u
 
 
-def utf8_text(data, Py_ssize_t start=0, Py_ssize_t end=-1, bint by_c=False):
-    """(A test hook.)  bytes(data)[start:end] as DeltaBuf.text decodes its buffer: appended from
-    Python, or (by_c) written as the C readers write (append_str), which they do only with
-    well-formed UTF-8 (ValueError for other bytes)."""
+def utf8_text(data, Py_ssize_t start=0, Py_ssize_t end=-1, bint by_c=False, before=b""):
+    """(A test hook.)  (before + data)[start:end] as DeltaBuf.text decodes its buffer: before
+    appended from Python, then data appended from Python too, or (by_c) written as the C readers
+    write (append_str), which they do only with well-formed UTF-8 (ValueError for other bytes)."""
     cdef bytes b = bytes(data)
     cdef cc_str_t s
     buf = DeltaBuf()
+    if before:
+        buf.append(bytes(before))
     if not by_c:
         buf.append(b)
         return buf.text(start, end)
@@ -771,15 +773,15 @@ cdef class DeltaBuf:
     cdef readonly bytearray data
     cdef object _owner
     cdef cc_dbuf d
-    # append() wrote to it: bytes from Python (an added chunk's str, encoded with surrogatepass)
-    # that no reader checked; until then every byte came from the C readers, which check each
-    # string's UTF-8 as they write it (the delta loop, append_str)
-    cdef bint _unchecked
+    # The end of the last bytes append() wrote (0: none): bytes from Python (an added chunk's str,
+    # encoded with surrogatepass) that no reader checked.  Every byte after it came from the C
+    # readers, which check each string's UTF-8 as they write it (the delta loop, append_str).
+    cdef Py_ssize_t _py_end
 
     def __init__(self):
         self.data = bytearray()
         self._owner = None
-        self._unchecked = False
+        self._py_end = 0
         self._bind()
 
     @property
@@ -829,12 +831,12 @@ cdef class DeltaBuf:
         return 0
 
     def append(self, b):
-        self._unchecked = True
         try:
             self.data += b
         except BufferError:
             self.data = bytearray(self.data)
             self.data += b
+        self._py_end = PyByteArray_GET_SIZE(self.data)
         self._bind()
 
     def view(self):
@@ -852,13 +854,13 @@ cdef class DeltaBuf:
             end = n
         if start < 0:
             start = 0
-        # Bytes only the C readers wrote are strings of well-formed UTF-8 one after the other, so
-        # any range of them that starts and ends on a character's first byte (not a continuation
-        # byte, 0x80-0xBF) is well-formed too, and is not checked again (the ranges asked for are
-        # deltas' ends; a range that is not is checked as any other)
+        # Bytes only the C readers wrote (those past _py_end) are strings of well-formed UTF-8 one
+        # after the other, so any range of them that starts and ends on a character's first byte
+        # (not a continuation byte, 0x80-0xBF) is well-formed too, and is not checked again (the
+        # ranges asked for are deltas' ends; a range that is not is checked as any other)
         return _utf8_text(<const char*>p + start, end - start,
-                          not self._unchecked and (start >= end or (
-                              (p[start] & 0xC0) != 0x80 and (end == n or (p[end] & 0xC0) != 0x80))))
+                          start >= end or (start >= self._py_end and (p[start] & 0xC0) != 0x80 and
+                                           (end == n or (p[end] & 0xC0) != 0x80)))
 
     cdef int append_str(self, const cc_str_t* s) except -1:
         """Unescape a scanned JSON string straight onto the end of the buffer."""
