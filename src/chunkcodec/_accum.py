@@ -1102,42 +1102,41 @@ class _Run:
             elif kind == "tool-error":
                 # the first invocation of its id listed so far (none: nothing) takes the error
                 cid = getattr(v.payload, "toolCallId", UNSET)
-                for d in out:
-                    if d["type"] == "tool-invocation" and d["toolInvocation"]["toolCallId"] == cid:
-                        inv = dict(d["toolInvocation"])
-                        inv["state"] = "output-error"
-                        err = _v(v.payload.error)
-                        epm = getattr(v.payload, "providerMetadata", UNSET)
-                        bg = _background_task(epm, "failed")
-                        if bg is not None:
-                            # a background task's failure, as the task's hook writes it into the
-                            # message (its error an object with the message: no Error instance)
-                            msg = err.get("message") if isinstance(err, dict) else None
-                            if bg_failed is None:
-                                bg_failed = {}
-                            bg_failed[cid] = msg
-                            inv["errorText"] = "Background task failed: " + \
-                                (msg if isinstance(msg, str) and msg else "Unknown error")
-                            if self.gated is not None and cid in self.gated:
-                                # (the hook writes an approved call's grant, failed or not)
-                                inv["approval"] = {"id": cid, "approved": True}
-                            cpm = UNSET     # (the hook's base: the call's, not a placeholder result's)
-                            for c in self.call_list:
-                                if c.payload.toolCallId == cid:
-                                    cpm = getattr(c.payload, "providerMetadata", UNSET)
-                                    break
-                            d["providerMetadata"] = _background_pm(_v(cpm), None, bg)
-                        else:
-                            if bg_failed is not None and cid in bg_failed and isinstance(err, dict) \
-                                    and "message" not in err and isinstance(bg_failed[cid], str):
-                                # the loop's own error for an awaited task that failed: an Error
-                                # made of the task's message, which JSON leaves out of the chunk
-                                err = dict(err, message=bg_failed[cid])
-                            msg = _error_value(err, "Tool execution failed")["message"]
-                            inv["errorText"] = msg if not isinstance(msg, str) or msg.strip(_JS_SPACE) else \
-                                "Tool execution failed"
-                        d["toolInvocation"] = inv
-                        break
+                d = _first_invocation(out, cid)
+                if d is not None:
+                    inv = dict(d["toolInvocation"])
+                    inv["state"] = "output-error"
+                    err = _v(v.payload.error)
+                    epm = getattr(v.payload, "providerMetadata", UNSET)
+                    bg = _background_task(epm, "failed")
+                    if bg is not None:
+                        # a background task's failure, as the task's hook writes it into the
+                        # message (its error an object with the message: no Error instance)
+                        msg = err.get("message") if isinstance(err, dict) else None
+                        if bg_failed is None:
+                            bg_failed = {}
+                        bg_failed[cid] = msg
+                        inv["errorText"] = "Background task failed: " + \
+                            (msg if isinstance(msg, str) and msg else "Unknown error")
+                        if self.gated is not None and cid in self.gated:
+                            # (the hook writes an approved call's grant, failed or not)
+                            inv["approval"] = {"id": cid, "approved": True}
+                        cpm = UNSET     # (the hook's base: the call's, not a placeholder result's)
+                        for c in self.call_list:
+                            if c.payload.toolCallId == cid:
+                                cpm = getattr(c.payload, "providerMetadata", UNSET)
+                                break
+                        d["providerMetadata"] = _background_pm(_v(cpm), None, bg)
+                    else:
+                        if bg_failed is not None and cid in bg_failed and isinstance(err, dict) \
+                                and "message" not in err and isinstance(bg_failed[cid], str):
+                            # the loop's own error for an awaited task that failed: an Error
+                            # made of the task's message, which JSON leaves out of the chunk
+                            err = dict(err, message=bg_failed[cid])
+                        msg = _error_value(err, "Tool execution failed")["message"]
+                        inv["errorText"] = msg if not isinstance(msg, str) or msg.strip(_JS_SPACE) else \
+                            "Tool execution failed"
+                    d["toolInvocation"] = inv
             elif kind == "source":
                 p = _builtins(v.payload)
                 src = {"sourceType": "url"}
@@ -1191,16 +1190,15 @@ class _Run:
                 # a declined call (tool-output-denied): the loop marks the first invocation of
                 # its id so, with the decision the chunk carries
                 cid = v.payload.toolCallId
-                for d in out:
-                    if d["type"] == "tool-invocation" and d["toolInvocation"]["toolCallId"] == cid:
-                        old = d["toolInvocation"]
-                        inv = {"state": "output-denied", "toolCallId": cid, "toolName": old["toolName"],
-                               "args": old["args"]}
-                        approval = v.payload.approval
-                        if approval is not UNSET:
-                            inv["approval"] = _v(approval)
-                        d["toolInvocation"] = inv
-                        break
+                d = _first_invocation(out, cid)
+                if d is not None:
+                    old = d["toolInvocation"]
+                    inv = {"state": "output-denied", "toolCallId": cid, "toolName": old["toolName"],
+                           "args": old["args"]}
+                    approval = v.payload.approval
+                    if approval is not UNSET:
+                        inv["approval"] = _v(approval)
+                    d["toolInvocation"] = inv
             else:           # "retry" (the step's late data parts go with it)
                 late = None
                 del out[max(boundary, 0):]
@@ -1219,6 +1217,15 @@ class _Run:
         if late is not None:
             out += late
         return out
+
+
+def _first_invocation(out: list, cid: Any) -> Optional[dict]:
+    """The first tool-invocation part listed so far for toolCallId cid (the one a tool-error or
+    a tool-output-denied marks), or None."""
+    for d in out:
+        if d["type"] == "tool-invocation" and d["toolInvocation"]["toolCallId"] == cid:
+            return d
+    return None
 
 
 def _message_text(parts: list) -> Any:

@@ -136,6 +136,7 @@ cdef bint _truthy(x)
 
 # (_Run._parts's, for a background task's end: C calls)
 cdef object _background_task(pm, str status)
+cdef object _first_invocation(list out, cid)
 cdef dict _background_pm(call, model_output, dict bt)
 
 # (the native finish reader's caller, _core._fields_of, calls it directly)
