@@ -822,11 +822,53 @@ static int number_in_range(const unsigned char *q, size_t l) {
     return (neg ? mag - e : mag + e) <= 300;
 }
 
-static size_t skip_value(const unsigned char *p, size_t i, size_t n, int depth, int *big);
+/* The long strings with escapes of one frame the finish reader skips, by their first 8 bytes.
+ * Mastra's step-finish and finish frames carry each step's text several times over (output.text,
+ * output.steps[].content and .response.messages, messages.all, messages.nonUser), so a string that
+ * is byte for byte, closing quote included, one already skipped in the frame is skipped by a
+ * compare, not escape by escape: the same bytes from the same opening quote read the same way.  A
+ * string without escapes is not kept: the 16-byte loop that finds its end costs about what the
+ * compare would.  Direct-mapped, the newest string of a slot kept; `used`: the slots filled. */
+#define REP_BITS 6
+#define REP_MIN 48            /* shorter strings are not kept: their compare would save little */
+typedef struct rep_entry { uint64_t head; size_t s, len; } rep_entry;
+typedef struct rep_table { uint64_t used; int hits; rep_entry e[1 << REP_BITS]; } rep_table;
+
+/* skip_str_rep from p[j], the first byte of the string at p[i] that is not plain. */
+static size_t skip_str_rep_from(const unsigned char *p, size_t i, size_t j, size_t n, rep_table *rep) {
+    if (n - i < 8) return skip_string(p, j, n);
+    uint64_t head;
+    memcpy(&head, p + i, 8);
+    unsigned slot = (unsigned)((head * 0x9E3779B97F4A7C15ull) >> (64 - REP_BITS));
+    rep_entry *e = &rep->e[slot];
+    if (rep->used >> slot & 1 && e->head == head && n - i >= e->len && memcmp(p + e->s, p + i, e->len) == 0) {
+        rep->hits++;
+        return i + e->len;
+    }
+    size_t end = skip_string(p, j, n);
+    if (end && end - i >= REP_MIN) {
+        rep->used |= 1ull << slot;
+        e->head = head;
+        e->s = i;
+        e->len = end - i;
+    }
+    return end;
+}
+
+/* skip_str for the finish reader's skipped values: through rep when it has the string (a string
+ * without escapes, the usual one, as skip_str: inline, without a call). */
+SKIP_INLINE size_t skip_str_rep(const unsigned char *p, size_t i, size_t n, rep_table *rep) {
+    size_t j = skip_string_bytes(p, i, n, 0);
+    if (j < n && p[j] == '"') return j + 1;
+    return skip_str_rep_from(p, i, j, n, rep);
+}
+
+static size_t skip_value(const unsigned char *p, size_t i, size_t n, int depth, int *big, rep_table *rep);
 
 /* An object or array at p[i] (its opening bracket): the offset past its closing one, or 0.  big:
- * NULL, or set to 1 when a number in it may be out of range for msgspec (number_in_range). */
-static size_t skip_container(const unsigned char *p, size_t i, size_t n, int depth, int *big) {
+ * NULL, or set to 1 when a number in it may be out of range for msgspec (number_in_range); rep:
+ * NULL, or the frame's long strings (the finish reader), for its string values. */
+static size_t skip_container(const unsigned char *p, size_t i, size_t n, int depth, int *big, rep_table *rep) {
     unsigned char close = p[i] == '{' ? '}' : ']';
     if (depth >= FIN_MAX_DEPTH) return 0;
     i = ws(p, i + 1, n);
@@ -841,7 +883,10 @@ static size_t skip_container(const unsigned char *p, size_t i, size_t n, int dep
             i = ws(p, i + 1, n);
         }
         /* (a string, the usual value, without the call) */
-        i = i < n && p[i] == '"' ? skip_str(p, i + 1, n) : skip_value(p, i, n, depth + 1, big);
+        if (i < n && p[i] == '"')
+            i = rep ? skip_str_rep(p, i + 1, n, rep) : skip_str(p, i + 1, n);
+        else
+            i = skip_value(p, i, n, depth + 1, big, rep);
         if (!i) return 0;
         i = ws(p, i, n);
         if (i >= n) return 0;
@@ -851,11 +896,11 @@ static size_t skip_container(const unsigned char *p, size_t i, size_t n, int dep
     }
 }
 
-static size_t skip_value(const unsigned char *p, size_t i, size_t n, int depth, int *big) {
+static size_t skip_value(const unsigned char *p, size_t i, size_t n, int depth, int *big, rep_table *rep) {
     if (i >= n) return 0;
     switch (p[i]) {
-    case '"': return skip_str(p, i + 1, n);
-    case '{': case '[': return skip_container(p, i, n, depth, big);
+    case '"': return rep ? skip_str_rep(p, i + 1, n, rep) : skip_str(p, i + 1, n);
+    case '{': case '[': return skip_container(p, i, n, depth, big, rep);
     case 't': return skip_literal(p, i, n, "true", 4);
     case 'f': return skip_literal(p, i, n, "false", 5);
     case 'n': return skip_literal(p, i, n, "null", 4);
@@ -873,7 +918,7 @@ size_t cc_skip_object(const char *p, size_t n) {
 
 size_t cc_skip_value(const char *p, size_t n) {
     int big = 0;
-    size_t e = skip_value((const unsigned char *)p, 0, n, 0, &big);
+    size_t e = skip_value((const unsigned char *)p, 0, n, 0, &big, NULL);
     return big ? 0 : e;
 }
 
@@ -966,8 +1011,14 @@ static size_t walk_object(const unsigned char *p, size_t i, size_t n, member_fn 
 }
 
 /* What the finish reader shares across levels: the keys seen (of the first three levels), and the
- * memo (cc_scan_finish_memo): the lookup, and the memo it gave. */
-typedef struct fin_shared { unsigned seen; cc_fin_memo_fn lookup; void *lctx; const cc_fin_memo_t *memo; } fin_shared;
+ * memo (cc_scan_finish_memo): the lookup, and the memo it gave; the frame's long strings. */
+typedef struct fin_shared {
+    unsigned seen;
+    cc_fin_memo_fn lookup;
+    void *lctx;
+    const cc_fin_memo_t *memo;
+    rep_table rep;
+} fin_shared;
 
 /* The finish reader's place in the frame: the level (FL_*), the containers around it, and inside
  * stepResult and metadata, `whole`: set when msgspec must decode the object whole (an escaped key,
@@ -1026,20 +1077,20 @@ static size_t fin_member(void *vctx, const unsigned char *p, size_t k0, size_t k
         /* not an object: nothing is read from it, but msgspec decodes it (typed Any), so its UTF-8
          * and its numbers' range must pass as they would there */
         int big = 0;
-        i = skip_value(p, i, n, c->depth + 1, &big);
+        i = skip_value(p, i, n, c->depth + 1, &big, NULL);
         if (i && (big || !cc_utf8_valid((const char *)p + v0, i - v0))) return 0;
     } else if (slot < 0 && (c->level == FL_PAYLOAD || c->level == FL_OUTPUT)) {
         /* skipped, and kept in `skipped`: through the memo when it has these bytes */
         size_t e = sh->memo ? memo_skip(sh->memo, c->level, p, k0, kl, v0, n) : 0;
         out->memo_members += e != 0;
-        i = e ? e : skip_value(p, i, n, c->depth + 1, NULL);
+        i = e ? e : skip_value(p, i, n, c->depth + 1, NULL, &sh->rep);
         cc_fin_memo_t *rec = &out->skipped;
         if (i && rec->count < CC_FIN_MEMO_MAX) {
             cc_fin_member_t *m = &rec->m[rec->count++];
             m->k0 = k0, m->kl = kl, m->v0 = v0, m->vl = i - v0, m->level = c->level;
         }
     } else {
-        i = skip_value(p, i, n, c->depth + 1, c->whole);
+        i = skip_value(p, i, n, c->depth + 1, c->whole, &sh->rep);
         if (i && slot == FK_RUN_ID && sh->lookup && p[v0] == '"' &&
             !memchr(p + v0 + 1, '\\', i - v0 - 2))
             sh->memo = sh->lookup(sh->lctx, (const char *)p + v0 + 1, i - v0 - 2);
@@ -1055,13 +1106,16 @@ static size_t fin_member(void *vctx, const unsigned char *p, size_t k0, size_t k
 /* The frame's object from p[i] == '{' on: the offset past it, or 0 (not one of these frames). */
 static size_t scan_finish(const unsigned char *p, size_t i, size_t len, cc_finish_t *out,
                           cc_fin_memo_fn lookup, void *lctx) {
-    fin_shared sh = {0, lookup, lctx, NULL};
+    fin_shared sh;
+    sh.seen = 0, sh.lookup = lookup, sh.lctx = lctx, sh.memo = NULL;
+    sh.rep.used = 0, sh.rep.hits = 0;
     memset(out, 0, offsetof(cc_finish_t, skipped));
     out->skipped.p = NULL;
     out->skipped.count = 0;
     if (i >= len || p[i] != '{') return 0;
     fin_ctx top = {out, &sh, NULL, FL_TOP, 0};
     i = walk_object(p, i, len, fin_member, &top);
+    out->rep_strings = sh.rep.hits;
     if (!i || !out->type.p) return 0;
     if (KEY_IS(out->type.p, out->type.len, "\"step-finish\"")) out->kind = CC_FIN_STEP_FINISH;
     else if (KEY_IS(out->type.p, out->type.len, "\"finish\"")) out->kind = CC_FIN_FINISH;
@@ -1138,7 +1192,7 @@ static size_t env_member(void *vctx, const unsigned char *p, size_t k0, size_t k
         return p[v0] == '{' ? walk_object(p, v0, n, env_member, &in) : 0;
     }
     if ((s->strings >> slot & 1) && p[v0] != '"') return 0;
-    size_t i = skip_value(p, v0, n, c->payload + 1, &r->big);
+    size_t i = skip_value(p, v0, n, c->payload + 1, &r->big, NULL);
     if (!i) return 0;
     r->v[slot].p = (const char *)p + v0;
     r->v[slot].len = i - v0;

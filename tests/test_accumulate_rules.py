@@ -2273,6 +2273,44 @@ def test_finish_reader_skips_long_strings_with_escapes_anywhere(both):
     assert min(counts) > 1000, counts
 
 
+
+def test_a_long_string_repeated_in_a_finish_frame_is_compared_not_read_again(both):
+    """Mastra's step-finish and finish frames carry each step's text several times over, so the
+    finish reader keeps the long strings it skipped in a frame (48 bytes and more) by their first
+    8 bytes, and skips one that is the same bytes, closing quote included, by a compare.  Anything
+    else about the second string is read as before: one that goes on past the first's closing
+    quote, one with a fault the first has not, one cut short by the frame's end; each is taken,
+    refused or read exactly as msgspec's light decoder reads it.  The accumulator's count of
+    strings compared (a test hook) shows the compare was used, on the generated log and on the
+    recorded streams, and both paths give the same runs."""
+    from chunkcodec import _accum
+    native, ref = both
+    impl = native.impl
+    first = r"\n" + r"caf\u00e9 \" é \\ " * 6               # 116 bytes, escapes and all
+    seconds = [first, first + "more", first + r"\u12g4", first[:-1] + "\x01", first[:40], "\\", first + "\\"]
+    for second in seconds:
+        for rest in (',"output":{"usage":{"inputTokens":3}}', ""):
+            for third in ("", ',"' + first + '"'):
+                f = (_FIN % ('"messages":["%s","%s"%s]%s' % (first, second, third, rest))).encode()
+                for frame in (f, f[:len(f) - len(rest) - 12]):       # (cut: in the second or third)
+                    m = _accum.decode_finish_light(frame)
+                    want = None if m is None else _accum.light_fields(m)
+                    assert impl.finish_fields(frame) == (want, want is not None), frame
+    # on a log: the texts the frames repeat are compared (four of Mastra's five copies a step)
+    data = gen.framed(gen.interleaved(4, 60, 3), "ndjson")
+    got, dec = _runs_out(native, data)
+    assert got == _runs_out(ref, data)[0]
+    n_sf = data.count(b'"type":"step-finish"')
+    assert dec._rep_strings >= 3 * n_sf, (dec._rep_strings, n_sf)
+    compared = {}
+    for path in CHUNK_FILES:
+        data = path.read_bytes()
+        got, dec = _runs_out(native, data)
+        assert got == _runs_out(ref, data)[0], path.name
+        compared[path.name] = dec._rep_strings
+    assert compared["i_long_text_5000.jsonl"] >= 4, compared     # its text: four copies of five
+
+
 _SS = '{"runId":"r1","from":"AGENT","type":"step-start","payload":{%s}}'
 _SS_REQ = '"request":{"body":{"model":"m","messages":[{"role":"user","content":"caf\u00e9 \\" \\n \\ud83d\\ude00"}],"t":0.7,"n":-12}}'
 #: step-start frames in or just outside what the C step-start reader takes, with whether it should.

@@ -118,6 +118,7 @@ cdef extern from "chunkcodec/scan.h":
         cc_span_t md_model
         cc_span_t md_provider_metadata
         int memo_members
+        int rep_strings
         cc_fin_memo_t skipped
     cc_status cc_scan_finish(const char *buf, size_t len, cc_finish_t *out) nogil
     cc_status cc_scan_finish_open(const char *buf, size_t avail, cc_finish_t *out, size_t *end) nogil

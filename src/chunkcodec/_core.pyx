@@ -926,6 +926,7 @@ cdef class StreamDecoder:
     cdef readonly Py_ssize_t _memo_bytes   # (a test hook) what the memos are charged (_MEMO_BYTES)
     cdef bint _memo_big        # a memo refers to a buffer over _MEMO_OWNER_MAX bytes
     cdef readonly long long _memo_members  # (a test hook) finish members taken through a memo
+    cdef readonly long long _rep_strings   # (a test hook) finish strings compared with one before
 
     def __init__(self, framing="auto", *, max_frame_bytes=DEFAULT_MAX_FRAME_BYTES,
                  errors="strict", _as_dicts=False, _as_frames=False, _sink=None, _decoder=None):
@@ -1456,6 +1457,7 @@ cdef class StreamDecoder:
         cdef _FinMemo m
         cdef Py_ssize_t size = PyBytes_GET_SIZE(owner)
         self._memo_members += f.memo_members
+        self._rep_strings += f.rep_strings
         if type(run_id) is not str:
             return 0
         if f.kind == CC_FIN_FINISH or f.skipped.count == 0:

@@ -128,6 +128,7 @@ typedef struct cc_finish {
     cc_span_t md_id, md_model_id, md_model;                   /* payload.metadata.* (last wins) */
     cc_span_t md_provider_metadata;
     int memo_members;             /* the members of payload and output taken through the memo */
+    int rep_strings;              /* strings skipped as the same bytes as one before in the frame */
     cc_fin_memo_t skipped;        /* the members of payload and output skipped (offsets in buf) */
 } cc_finish_t;
 
