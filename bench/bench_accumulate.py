@@ -97,6 +97,18 @@ def cases(runs: int, deltas: int):
         ("300 short runs, 12 deltas each (NDJSON)", "chunkcodec.accumulate", lambda: chunkcodec.accumulate(short),
          MS_ND, len(short) / 1e6),
     ]
+    # Long runs: 10 of 20 steps, each step-finish frame carrying the run's history so far, so those
+    # frames are 93 % of the bytes and each repeats most of the one before (gen.long_run_frames).
+    long = gen.framed(gen.interleaved(10, 60, 7, steps=20), "ndjson")
+    assert B.chunkcodec_answer(chunkcodec.accumulate(long)) == B.baseline_answer(B.msgspec_ndjson(long))
+    rows += [
+        ("10 long runs, 20 steps each (NDJSON)", "msgspec minimal union, decode_lines",
+         lambda: B.msgspec_ndjson(long), None, len(long) / 1e6),
+        ("10 long runs, 20 steps each (NDJSON)", "msgspec minimal union, collector paused",
+         lambda: ms_nd_paused(long), None, len(long) / 1e6),
+        ("10 long runs, 20 steps each (NDJSON)", "chunkcodec.accumulate", lambda: chunkcodec.accumulate(long),
+         MS_ND, len(long) / 1e6),
+    ]
     # One stream at a time, as a service consuming agents sees them: each of 300 short runs is an
     # SSE body of its own, read by an Accumulator of its own (what a stream costs to set up counts).
     bodies = [gen.framed(gen.run_frames(random.Random(k), 12), "sse") for k in range(300)]

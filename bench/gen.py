@@ -15,6 +15,19 @@ def _dump(obj) -> bytes:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
 
 
+def _text_block(rng: random.Random, env: dict, part: str, n: int, out: list) -> str:
+    """A text part of n deltas (1-2 tokens each, with unicode and escapes) appended to out, from
+    its text-start to its text-end: its text."""
+    out.append(_dump({"type": "text-start", **env, "payload": {"id": part}}))
+    pieces = []
+    for _ in range(n):
+        piece = rng.choice(WORDS) + rng.choice(("", " ", " ", ", ", ". "))
+        pieces.append(piece)
+        out.append(_dump({"type": "text-delta", **env, "payload": {"id": part, "text": piece}}))
+    out.append(_dump({"type": "text-end", **env, "payload": {"type": "text-end", "id": part}}))
+    return "".join(pieces)
+
+
 def run_frames(rng: random.Random, deltas: int = 300) -> list[bytes]:
     """One agent run shaped like the recorded Mastra streams: a short first step that calls a
     tool, a long second step of text deltas (1-2 tokens each, with unicode and escapes), and
@@ -29,14 +42,7 @@ def run_frames(rng: random.Random, deltas: int = 300) -> list[bytes]:
     for step, n in enumerate((max(1, deltas // 10), deltas - deltas // 10)):
         out.append(_dump({**env, "type": "step-start", "payload": {"request": {}, "warnings": [], "messageId": msg_id,
                                                                   "startedAt": 1795314166040 + step}}))
-        out.append(_dump({"type": "text-start", **env, "payload": {"id": f"txt-{step}"}}))
-        pieces = []
-        for _ in range(n):
-            piece = rng.choice(WORDS) + rng.choice(("", " ", " ", ", ", ". "))
-            pieces.append(piece)
-            out.append(_dump({"type": "text-delta", **env, "payload": {"id": f"txt-{step}", "text": piece}}))
-        out.append(_dump({"type": "text-end", **env, "payload": {"type": "text-end", "id": f"txt-{step}"}}))
-        text = "".join(pieces)
+        text = _text_block(rng, env, f"txt-{step}", n, out)
         tool_calls = []
         if step == 0:
             call = f"call_{rng.getrandbits(32):x}"
@@ -72,6 +78,62 @@ def run_frames(rng: random.Random, deltas: int = 300) -> list[bytes]:
     return out
 
 
+def long_run_frames(rng: random.Random, steps: int = 20, deltas: int = 60) -> list[bytes]:
+    """One agent run of many steps, each of text deltas then a tool call and its result, shaped as
+    Mastra writes a long tool-calling run (the recorded tool round trips): each step-finish carries
+    the history so far -- messages.all and .nonUser one step longer than the frame before,
+    output.steps with every step (the previous one's content now holding its tool result), and
+    each step's response.messages with every message of the run's response so far -- so the frames
+    grow with the run and repeat most of the one before."""
+    run_id = str(uuid.UUID(int=rng.getrandbits(128)))
+    env = {"runId": run_id, "from": "AGENT"}
+    msg_id = str(uuid.UUID(int=rng.getrandbits(128)))
+    at = 1795314166000
+
+    def mastra(part: dict) -> dict:
+        return {**part, "providerOptions": {"mastra": {"createdAt": at}}}
+
+    out = [_dump({"type": "start", **env, "payload": {"id": "agent", "messageId": msg_id}})]
+    user = {"role": "user", "content": [mastra({"type": "text", "text": "Plan my trip, city by city."})]}
+    response: list[dict] = []
+    steps_out: list[dict] = []
+    for step in range(steps):
+        at += 17
+        out.append(_dump({**env, "type": "step-start", "payload": {"request": {}, "warnings": [], "messageId": msg_id,
+                                                                  "startedAt": at}}))
+        text = _text_block(rng, env, f"txt-{step}", deltas, out)
+        call, args = f"call_{rng.getrandbits(32):x}", {"city": rng.choice(WORDS[7:16]), "unit": "c"}
+        result = {"type": "json", "value": {"tempC": round(rng.uniform(-5, 35), 1), "summary": text[:60]}}
+        out.append(_dump({"type": "tool-call", **env, "payload": {"toolCallId": call, "toolName": "get_weather",
+                                                                 "args": args}}))
+        out.append(_dump({"type": "tool-result", **env, "payload": {"args": args, "toolCallId": call,
+                                                                   "toolName": "get_weather",
+                                                                   "result": result["value"]}}))
+        if steps_out:      # the step before now holds its tool's result, as Mastra's next frame has it
+            prev = response[-1]["content"][0]
+            steps_out[-1]["content"].append({"type": "tool-result", **prev})
+        tool_call = {"type": "tool-call", "toolCallId": call, "toolName": "get_weather", "input": args}
+        response.append({"role": "assistant", "content": [mastra({"type": "text", "text": text}), tool_call]})
+        usage = {"inputTokens": 120 + 40 * step, "outputTokens": deltas, "totalTokens": 120 + 41 * step + deltas,
+                 "raw": {"inputTokens": {"total": 120 + 40 * step}, "outputTokens": {"total": deltas}}}
+        steps_out.append({"content": [mastra({"type": "text", "text": text}), tool_call], "finishReason": "tool-calls",
+                          "usage": usage, "warnings": [], "request": {"body": {"call": step + 1}},
+                          "response": {"id": f"resp-{step}", "timestamp": "2025-01-02T03:04:05.000Z",
+                                       "modelId": "mock-model-id", "messages": list(response)}})
+        response.append({"role": "tool", "content": [{"toolCallId": call, "toolName": "get_weather", "output": result,
+                                                       "input": args}]})
+        big = {"messageId": msg_id,
+               "stepResult": {"reason": "tool-calls", "isContinued": False},
+               "metadata": {"id": f"resp-{step}", "timestamp": "2025-01-02T03:04:05.000Z", "modelId": "mock-model-id"},
+               "output": {"text": text, "toolCalls": [tool_call], "usage": usage,
+                          "steps": json.loads(json.dumps(steps_out))},
+               "messages": {"all": [user] + response, "user": [user], "nonUser": list(response)},
+               "processorRetryCount": 0}
+        out.append(_dump({"type": "step-finish", **env, "payload": big}))
+    out.append(_dump({"type": "finish", **env, "payload": big}))
+    return out
+
+
 def frames(runs: int = 20, deltas: int = 300, seed: int = 7) -> list[bytes]:
     rng = random.Random(seed)
     out: list[bytes] = []
@@ -80,11 +142,12 @@ def frames(runs: int = 20, deltas: int = 300, seed: int = 7) -> list[bytes]:
     return out
 
 
-def interleaved(runs: int = 20, deltas: int = 300, seed: int = 7) -> list[bytes]:
+def interleaved(runs: int = 20, deltas: int = 300, seed: int = 7, steps: int = 0) -> list[bytes]:
     """runs runs whose frames are interleaved at random, each run's frames in order: a log
-    written by a server handling runs concurrently."""
+    written by a server handling runs concurrently.  steps: runs of that many steps
+    (long_run_frames, deltas a step), instead of run_frames' two."""
     rng = random.Random(seed)
-    queues = [run_frames(rng, deltas) for _ in range(runs)]
+    queues = [long_run_frames(rng, steps, deltas) if steps else run_frames(rng, deltas) for _ in range(runs)]
     pos = [0] * runs
     live = list(range(runs))
     out: list[bytes] = []

@@ -865,6 +865,17 @@ SKIP_INLINE size_t skip_str_rep(const unsigned char *p, size_t i, size_t n, rep_
 
 static size_t skip_value(const unsigned char *p, size_t i, size_t n, int depth, int *big, rep_table *rep);
 
+/* A member's key at p[i] (its opening quote) and the colon after it: the offset of its value (white
+ * space skipped), or 0. */
+static inline size_t skip_key(const unsigned char *p, size_t i, size_t n) {
+    if (i >= n || p[i] != '"') return 0;
+    i = skip_str(p, i + 1, n);
+    if (!i) return 0;
+    i = ws(p, i, n);
+    if (i >= n || p[i] != ':') return 0;
+    return ws(p, i + 1, n);
+}
+
 /* An object or array at p[i] (its opening bracket): the offset past its closing one, or 0.  big:
  * NULL, or set to 1 when a number in it may be out of range for msgspec (number_in_range); rep:
  * NULL, or the frame's long strings (the finish reader), for its string values. */
@@ -875,12 +886,8 @@ static size_t skip_container(const unsigned char *p, size_t i, size_t n, int dep
     if (i < n && p[i] == close) return i + 1;
     for (;;) {
         if (close == '}') {
-            if (i >= n || p[i] != '"') return 0;
-            i = skip_str(p, i + 1, n);
+            i = skip_key(p, i, n);
             if (!i) return 0;
-            i = ws(p, i, n);
-            if (i >= n || p[i] != ':') return 0;
-            i = ws(p, i + 1, n);
         }
         /* (a string, the usual value, without the call) */
         if (i < n && p[i] == '"')
@@ -1025,16 +1032,208 @@ typedef struct fin_shared {
  * a number that may be out of range); NULL elsewhere. */
 typedef struct fin_ctx { cc_finish_t *out; fin_shared *sh; int *whole; int level, depth; } fin_ctx;
 
-/* A skipped member's value at p[v0] that the memo has, byte for byte, under the same key and level:
- * the offset past it; else 0. */
-static size_t memo_skip(const cc_fin_memo_t *memo, int level, const unsigned char *p, size_t k0, size_t kl,
-                        size_t v0, size_t n) {
-    for (int j = 0; j < memo->count; j++) {
+/* The length of the longest common prefix of a[0..n) and b[0..n). */
+static size_t common_prefix(const unsigned char *a, const unsigned char *b, size_t n) {
+    size_t i = 0;
+    while (n - i >= 256 && memcmp(a + i, b + i, 256) == 0) i += 256;     /* (libc's compare) */
+#if defined(__SSE2__)
+    while (i + 16 <= n) {
+        __m128i x = _mm_loadu_si128((const __m128i *)(a + i)), y = _mm_loadu_si128((const __m128i *)(b + i));
+        unsigned m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(x, y)) ^ 0xFFFFu;
+        if (m) return i + (size_t)__builtin_ctz(m);
+        i += 16;
+    }
+#endif
+    while (i < n && a[i] == b[i]) i++;
+    return i;
+}
+
+/* How ck_walk reads a skipped member's value at p[v0]: the value's depth; where its places go (out,
+ * when keep); and the memo's value of the same member (ob, ol; NULL: none) with its places (ock,
+ * om), to go on from again past a place (ck_sync).  A place is known by its level and ordinals: the
+ * places of level 1 before it, and at level 2, those of level 2 since (k1, k2 for the value's, oK,
+ * oJ for the memo's place oi, the next ck_sync looks at). */
+typedef struct ck_ctx {
+    cc_finish_t *out;
+    int keep, depth;
+    rep_table *rep;
+    size_t v0;
+    const unsigned char *ob;
+    size_t ol;
+    const cc_fin_ck_t *ock;
+    uint32_t om, oi, oK, oJ;
+    uint32_t k1, k2;
+} ck_ctx;
+
+/* Count a place of the value (of level lvl) in k1, k2. */
+static inline void ck_count(ck_ctx *c, int lvl) {
+    if (lvl == 1) {
+        c->k1++;
+        c->k2 = 0;
+    } else {
+        c->k2++;
+    }
+}
+
+/* Record a place (cc_fin_ck_t) of a member kept in out->skipped, when there is room. */
+static inline void ck_put(ck_ctx *c, size_t off, int lvl, unsigned kinds) {
+    cc_finish_t *out = c->out;
+    if (c->keep && out->ck_count < out->ck_cap && off <= UINT32_MAX) {
+        cc_fin_ck_t *k = &out->ck[out->ck_count++];
+        k->off = (uint32_t)off;
+        k->lvl = (uint8_t)lvl;
+        k->kinds = (uint8_t)kinds;
+    }
+}
+
+/* The memo's places ck[from..to) as the value's, moved by `by` bytes (their part of the value is
+ * the same bytes at that distance): counted, and recorded as room allows. */
+static void ck_copy(ck_ctx *c, const cc_fin_ck_t *ck, uint32_t from, uint32_t to, size_t by) {
+    for (uint32_t q = from; q < to; q++) {
+        ck_count(c, ck[q].lvl);
+        ck_put(c, ck[q].off + by, ck[q].lvl, ck[q].kinds);
+    }
+}
+
+/* The memo's place known as the value's place just counted (of level lvl), or om. */
+static uint32_t old_same(ck_ctx *c, int lvl) {
+    uint32_t K = lvl == 1 ? c->k1 - 1 : c->k1, J = lvl == 1 ? UINT32_MAX : c->k2 - 1;
+    for (; c->oi < c->om; c->oi++) {
+        const cc_fin_ck_t *o = &c->ock[c->oi];
+        uint32_t oJ = o->lvl == 1 ? UINT32_MAX : c->oJ;
+        if (c->oK > K || (c->oK == K && oJ >= J))
+            return c->oK == K && oJ == J ? c->oi : c->om;
+        if (o->lvl == 1) {
+            c->oK++;
+            c->oJ = 0;
+        } else {
+            c->oJ++;
+        }
+    }
+    return c->om;
+}
+
+/* The last of the memo's places ck[lo..hi) at or before offset `at`, or lo - 1. */
+static uint32_t ck_last(const cc_fin_ck_t *ck, uint32_t lo, uint32_t hi, size_t at) {
+    uint32_t from = lo;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (ck[mid].off <= at) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo > from ? lo - 1 : from - 1;
+}
+
+/* At a place of the value, p[*i], just counted: when the memo's value has the same place (known
+ * as this one, in containers of the same kinds: the reader was in the same state there) and the
+ * same bytes after it, take them, and go on from the memo's last place in them (*i, *lvl,
+ * *kinds).  Mastra's messages, {"all": [...], "user": [...], "nonUser": [...]}: each array one
+ * step longer than the last frame's, and after the end of `all`, the same bytes again; its
+ * output.steps: the last step changed (its tool's result added to its content), and after that
+ * member, the same bytes again. */
+static void ck_sync(ck_ctx *c, const unsigned char *p, size_t n, size_t *i, int *lvl, unsigned *kinds) {
+    uint32_t q0 = old_same(c, *lvl);
+    unsigned mask = *lvl == 1 ? 1u : 3u;
+    if (q0 >= c->om || (c->ock[q0].kinds & mask) != (*kinds & mask)) return;
+    size_t x = c->ock[q0].off, y = *i;
+    size_t same = common_prefix(c->ob + x, p + y, c->ol - x < n - y ? c->ol - x : n - y);
+    uint32_t q = ck_last(c->ock, q0 + 1, c->om, x + same);
+    if (q == q0) return;
+    c->out->memo_resumed++;
+    ck_copy(c, c->ock, q0 + 1, q + 1, (y - c->v0) - x);
+    *i = y + (c->ock[q].off - x);
+    *lvl = c->ock[q].lvl;
+    *kinds = c->ock[q].kinds;
+}
+
+/* A place just past an element or a member's value of the level-lvl container, at p[*i]:
+ * counted, recorded, and where the memo may take over (ck_sync). */
+static inline void ck_place(ck_ctx *c, const unsigned char *p, size_t n, size_t *i, int *lvl, unsigned *kinds) {
+    ck_count(c, *lvl);
+    ck_put(c, *i - c->v0, *lvl, *kinds);
+    if (c->ob) ck_sync(c, p, n, i, lvl, kinds);
+}
+
+/* skip_value(p, v0, n, depth, NULL, rep) for a skipped member's value at p[v0], from p[i]: the
+ * value's start (lvl 0), or just past an element or a member's value of its level-lvl container
+ * (kinds as in cc_fin_ck_t).  The containers of levels 1 and 2 are walked here, each place past
+ * one of their elements or members' values recorded (ck_place); what is in them, by skip_value and
+ * skip_str_rep, as skip_container does. */
+static size_t ck_walk(ck_ctx *c, const unsigned char *p, size_t i, size_t n, int lvl, unsigned kinds) {
+    if (lvl == 0) {
+        if (i >= n) return 0;
+        if (p[i] != '{' && p[i] != '[') return skip_value(p, i, n, c->depth, NULL, c->rep);
+        goto open;
+    }
+    for (;;) {
+        /* just past an element or a member's value of the level-lvl container */
+        i = ws(p, i, n);
+        if (i >= n) return 0;
+        if (p[i] == (kinds >> (lvl - 1) & 1 ? '}' : ']')) {
+        close:
+            i++;
+            if (--lvl == 0) return i;
+            ck_place(c, p, n, &i, &lvl, &kinds);
+            continue;
+        }
+        if (p[i] != ',') return 0;
+        i = ws(p, i + 1, n);
+    member:
+        /* an element, or a member, of the level-lvl container at p[i] */
+        if (kinds >> (lvl - 1) & 1) {
+            i = skip_key(p, i, n);
+            if (!i) return 0;
+        }
+        if (lvl < 2 && i < n && (p[i] == '{' || p[i] == '[')) {
+        open:
+            /* a container at p[i], of level lvl + 1 */
+            if (c->depth + lvl >= FIN_MAX_DEPTH) return 0;
+            kinds = (kinds & ~(1u << lvl)) | (unsigned)(p[i] == '{') << lvl;
+            lvl++;
+            i = ws(p, i + 1, n);
+            if (i < n && p[i] == (kinds >> (lvl - 1) & 1 ? '}' : ']')) goto close;
+            goto member;
+        }
+        if (i < n && p[i] == '"')
+            i = skip_str_rep(p, i + 1, n, c->rep);
+        else
+            i = skip_value(p, i, n, c->depth + lvl, NULL, c->rep);
+        if (!i) return 0;
+        ck_place(c, p, n, &i, &lvl, &kinds);
+    }
+}
+
+/* A skipped member's value at p[v0] (its key at p[k0..k0 + kl), at `level`, the value at `depth`):
+ * the offset past it, or 0.  When the memo has a member of the same key and level: if its value is
+ * these bytes, they are not checked again; if only a first part of them, the reader goes on from
+ * the memo's last place in that part (and again past later places: ck_sync); else, and
+ * without a memo, the value is read.  Its places to go on from are recorded when keep (the memo's,
+ * for the parts taken from it). */
+static size_t memo_value(const cc_fin_memo_t *memo, int level, const unsigned char *p, size_t k0, size_t kl,
+                         size_t v0, size_t n, int depth, cc_finish_t *out, int keep, rep_table *rep) {
+    ck_ctx c = {out, keep, depth, rep, v0, NULL, 0, NULL, 0, 0, 0, 0, 0, 0};
+    for (int j = 0; memo && j < memo->count; j++) {
         const cc_fin_member_t *e = &memo->m[j];
         if (e->level != level || e->kl != kl || memcmp(memo->p + e->k0, p + k0, kl) != 0) continue;
-        return n - v0 >= e->vl && memcmp(memo->p + e->v0, p + v0, e->vl) == 0 ? v0 + e->vl : 0;
+        const unsigned char *ob = (const unsigned char *)memo->p + e->v0;
+        size_t same = common_prefix(ob, p + v0, e->vl < n - v0 ? e->vl : n - v0);
+        const cc_fin_ck_t *ck = memo->ck ? memo->ck + e->ck_first : NULL;
+        uint32_t m = ck ? e->ck_count : 0;
+        if (same == e->vl) {
+            out->memo_members++;
+            ck_copy(&c, ck, 0, m, 0);
+            return v0 + e->vl;
+        }
+        if (!same || !m) break;
+        /* the same first byte: a container of the same kind, whose places the walk may use */
+        c.ob = ob, c.ol = e->vl, c.ock = ck, c.om = m;
+        uint32_t q = ck_last(ck, 0, m, same);
+        if (q == (uint32_t)-1) break;
+        out->memo_resumed++;
+        ck_copy(&c, ck, 0, q + 1, 0);
+        return ck_walk(&c, p, v0 + ck[q].off, n, ck[q].lvl, ck[q].kinds);
     }
-    return 0;
+    return ck_walk(&c, p, v0, n, 0, 0);
 }
 
 static size_t fin_member(void *vctx, const unsigned char *p, size_t k0, size_t kl, size_t v0, size_t n) {
@@ -1081,13 +1280,14 @@ static size_t fin_member(void *vctx, const unsigned char *p, size_t k0, size_t k
         if (i && (big || !cc_utf8_valid((const char *)p + v0, i - v0))) return 0;
     } else if (slot < 0 && (c->level == FL_PAYLOAD || c->level == FL_OUTPUT)) {
         /* skipped, and kept in `skipped`: through the memo when it has these bytes */
-        size_t e = sh->memo ? memo_skip(sh->memo, c->level, p, k0, kl, v0, n) : 0;
-        out->memo_members += e != 0;
-        i = e ? e : skip_value(p, i, n, c->depth + 1, NULL, &sh->rep);
         cc_fin_memo_t *rec = &out->skipped;
-        if (i && rec->count < CC_FIN_MEMO_MAX) {
+        int keep = rec->count < CC_FIN_MEMO_MAX;
+        uint32_t ck_first = out->ck_count;
+        i = memo_value(sh->memo, c->level, p, k0, kl, v0, n, c->depth + 1, out, keep, &sh->rep);
+        if (i && keep) {
             cc_fin_member_t *m = &rec->m[rec->count++];
             m->k0 = k0, m->kl = kl, m->v0 = v0, m->vl = i - v0, m->level = c->level;
+            m->ck_first = ck_first, m->ck_count = out->ck_count - ck_first;
         }
     } else {
         i = skip_value(p, i, n, c->depth + 1, c->whole, &sh->rep);
@@ -1111,7 +1311,9 @@ static size_t scan_finish(const unsigned char *p, size_t i, size_t len, cc_finis
     sh.rep.used = 0, sh.rep.hits = 0;
     memset(out, 0, offsetof(cc_finish_t, skipped));
     out->skipped.p = NULL;
+    out->skipped.ck = NULL;
     out->skipped.count = 0;
+    out->ck_count = 0;
     if (i >= len || p[i] != '{') return 0;
     fin_ctx top = {out, &sh, NULL, FL_TOP, 0};
     i = walk_object(p, i, len, fin_member, &top);
@@ -1137,10 +1339,14 @@ cc_status cc_scan_finish_memo(const char *buf, size_t len, int open, cc_finish_t
 }
 
 cc_status cc_scan_finish(const char *buf, size_t len, cc_finish_t *out) {
+    out->ck = NULL;
+    out->ck_cap = 0;
     return cc_scan_finish_memo(buf, len, 0, out, NULL, NULL, NULL);
 }
 
 cc_status cc_scan_finish_open(const char *buf, size_t avail, cc_finish_t *out, size_t *end) {
+    out->ck = NULL;
+    out->ck_cap = 0;
     return cc_scan_finish_memo(buf, avail, 1, out, end, NULL, NULL);
 }
 

@@ -2311,6 +2311,82 @@ def test_a_long_string_repeated_in_a_finish_frame_is_compared_not_read_again(bot
     assert compared["i_long_text_5000.jsonl"] >= 4, compared     # its text: four copies of five
 
 
+
+def _two_step_finishes(first: str, second: str) -> bytes:
+    """A run's step-finish with payload.messages `first`, then one with `second`, as NDJSON."""
+    return b"".join((_FIN % ('"messages":%s,"output":{"usage":{"inputTokens":%d}}' % (m, k))).encode() + b"\n"
+                    for k, m in enumerate((first, second)))
+
+
+def test_step_finish_goes_on_from_the_last_step_finish_of_its_run(both):
+    """Each step-finish of a long Mastra run repeats the one before and adds the new step
+    (messages.all and .nonUser one step longer, output.steps with the last step's tool result
+    added).  So the native reader keeps, with a run's memo, the places in its skipped members'
+    values it can go on from (just past each element or member of the first two levels), goes on
+    from the last one before the first byte that differs, and past each later place whose
+    counterpart in the memo is followed by the same bytes, takes them too (ck_sync).  On runs of
+    many steps, in every framing, fed whole and in pieces, the runs are the reference path's,
+    and the hook counts show the places were used."""
+    native, ref = both
+    frames = gen.interleaved(4, 6, 21, steps=9)
+    n_sf = sum(f.startswith(b'{"type":"step-finish"') for f in frames)
+    rng = random.Random(22)
+    for framing in ("ndjson", "rs", "sse"):
+        data = _finish_open_log(framing, frames)
+        got, dec = _runs_out(native, data, framing)
+        assert got == _runs_out(ref, data, framing)[0], framing
+        # (each later step-finish: its messages and output.steps go on from the memo, and then
+        # again past the end of messages.all and of the step that changed)
+        assert dec._memo_resumed >= 3 * (n_sf - 4), (dec._memo_resumed, n_sf)
+        cuts = sorted(rng.sample(range(1, len(data)), 40))
+        pieces = [data[a:b] for a, b in zip([0] + cuts, cuts + [len(data)])]
+        got, dec = _runs_out(native, None, framing, pieces=pieces)
+        assert got == _runs_out(ref, None, framing, pieces=pieces)[0], framing
+    # edits anywhere in a later step-finish (the memo's bytes before them, at them, after them):
+    # taken, refused or sent to the decoder as the reference path does
+    run = gen.long_run_frames(random.Random(23), 5, 4)
+    sfs = [k for k, f in enumerate(run) if f.startswith(b'{"type":"step-finish"')]
+    hits = 0
+    for k in sfs[1:]:
+        for f in corrupted(rng, [run[k]] * 150, 150):
+            data = _finish_open_log("ndjson", run[:k] + [f] + run[k + 1:])
+            got, dec = _runs_out(native, data)
+            assert got == _runs_out(ref, data)[0], f
+            hits += dec._memo_resumed > 2
+    assert hits > 150, hits
+
+
+def test_going_on_from_a_memo_place_needs_the_same_state(both):
+    """A place of the memo is taken only in the state the reader was in there: the same level,
+    in containers of the same kinds.  Bytes after a place that read alike in an array and in an
+    object must not carry a frame past where it is wrong; a value of another kind is read afresh;
+    past the room for places (8,192 a frame), the reader goes on from the last one kept."""
+    native, ref = both
+    cases = [
+        ('{"all":[1,2],"x":[4]}', '{"all":{"k":1,2],"x":[4]}'),         # same bytes after `1`, not JSON
+        ('{"all":[1,2],"x":[4]}', '{"all":{"k":1,"j":2},"x":[4]}'),
+        ('{"all":[{"a":1},2],"x":[4]}', '{"all":[[1],2],"x":[4]}'),
+        ('{"all":[1,2],"x":[4]}', '[{"all":[1,2]},{"x":[4]}]'),          # another kind of value
+        ('{"all":[1,2],"x":[4]}', '{"all":[1,2,3],"x":[4]}'),
+        ('{"all":[1,2],"x":[4]}', '{"all":[1,2,3],"x":[4,5}'),
+        ('{"all":[1,2],"x":[4]}', '{"all":[1,2,3],"x":[4]]'),
+        ('{"all":[1,2],"x":[4]}', '{"all":[1,2,3],"x":[4]'),
+        ('[[1,[2]],[3]]', '[[1,[2]],[3],[4]]'),
+        ('[[1,[2]],[3]]', '[[1,[2],[3]]]'),
+        ('[[1,[2]],[3]]', '[[1,[2]]],[3]]'),
+        ('"' + "a\\n" * 40 + '"', '"' + "a\\n" * 41 + '"'),
+    ]
+    many = ",".join(str(k) for k in range(10000))
+    cases.append(("[%s]" % many, "[%s,1]" % many))                      # more places than room
+    cases.append(('{"all":[%s],"x":[4]}' % many, '{"all":[%s,7],"x":[4]}' % many))
+    for first, second in cases:
+        data = _two_step_finishes(first, second)
+        got, dec = _runs_out(native, data)
+        assert got == _runs_out(ref, data)[0], (first, second)
+    got, dec = _runs_out(native, _two_step_finishes(*cases[-1]))
+    assert dec._memo_resumed == 1 and got[0][0]["usage"]["inputTokens"] == 1     # (from the last place kept)
+
+
 _SS = '{"runId":"r1","from":"AGENT","type":"step-start","payload":{%s}}'
 _SS_REQ = '"request":{"body":{"model":"m","messages":[{"role":"user","content":"caf\u00e9 \\" \\n \\ud83d\\ude00"}],"t":0.7,"n":-12}}'
 #: step-start frames in or just outside what the C step-start reader takes, with whether it should.

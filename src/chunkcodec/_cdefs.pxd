@@ -1,5 +1,5 @@
 # `cdef extern from` blocks for the C core, one per header, nothing else.
-from libc.stdint cimport int16_t, int32_t, int64_t, uint32_t, uint64_t
+from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 
 
 cdef extern from "chunkcodec/status.h":
@@ -86,14 +86,21 @@ cdef extern from "chunkcodec/scan.h":
         CC_FIN_LEVEL_PAYLOAD
         CC_FIN_LEVEL_OUTPUT
         CC_FIN_MEMO_MAX
+    ctypedef struct cc_fin_ck_t:
+        uint32_t off
+        uint8_t lvl
+        uint8_t kinds
     ctypedef struct cc_fin_member_t:
         size_t k0
         size_t kl
         size_t v0
         size_t vl
         int level
+        uint32_t ck_first
+        uint32_t ck_count
     ctypedef struct cc_fin_memo_t:
         const char *p
+        const cc_fin_ck_t *ck
         int count
         cc_fin_member_t m[12]
     ctypedef const cc_fin_memo_t *(*cc_fin_memo_fn)(void *ctx, const char *run_id, size_t len) noexcept
@@ -118,8 +125,12 @@ cdef extern from "chunkcodec/scan.h":
         cc_span_t md_model
         cc_span_t md_provider_metadata
         int memo_members
+        int memo_resumed
         int rep_strings
         cc_fin_memo_t skipped
+        cc_fin_ck_t *ck
+        uint32_t ck_cap
+        uint32_t ck_count
     cc_status cc_scan_finish(const char *buf, size_t len, cc_finish_t *out) nogil
     cc_status cc_scan_finish_open(const char *buf, size_t avail, cc_finish_t *out, size_t *end) nogil
     cc_status cc_scan_finish_memo(const char *buf, size_t len, int open, cc_finish_t *out, size_t *end,

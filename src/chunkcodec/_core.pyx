@@ -619,8 +619,11 @@ cdef object _read_finish(const char* p, Py_ssize_t n, object span, bint* taken=N
     owner then), or None."""
     cdef cc_finish_t f
     cdef cc_fin_memo_fn lookup = NULL
+    f.ck = NULL
+    f.ck_cap = 0
     if dec is not None:
         lookup = _memo_lookup
+        dec._ck_room(&f)
     if taken != NULL:
         taken[0] = True
     if cc_scan_finish_memo(p, <size_t>n, 0, &f, NULL, lookup, <void*>dec) == CC_OK:
@@ -645,6 +648,9 @@ cdef object _read_finish(const char* p, Py_ssize_t n, object span, bint* taken=N
 # whole log) is not counted, and its memos are dropped when the feed() that gave it returns.
 DEF _MEMO_OWNER_MAX = 1 << 20
 DEF _MEMO_BYTES = 16 << 20
+# The places to go on from (cc_fin_ck_t) a finish read keeps, at most: past them, a later frame
+# goes on from the last one kept (a step of Mastra's history is about a dozen).
+DEF _FIN_CK_ROOM = 8192
 
 
 @cython.final
@@ -656,6 +662,10 @@ cdef class _FinMemo:
     cdef object owner
     cdef Py_ssize_t charge
     cdef cc_fin_memo_t m
+    cdef cc_fin_ck_t* ck         # m.ck: its places to go on from, its own copy (NULL: none)
+
+    def __dealloc__(self):
+        PyMem_Free(self.ck)
 
 
 cdef const cc_fin_memo_t* _memo_lookup(void* ctx, const char* p, size_t n) noexcept:
@@ -927,6 +937,8 @@ cdef class StreamDecoder:
     cdef bint _memo_big        # a memo refers to a buffer over _MEMO_OWNER_MAX bytes
     cdef readonly long long _memo_members  # (a test hook) finish members taken through a memo
     cdef readonly long long _rep_strings   # (a test hook) finish strings compared with one before
+    cdef readonly long long _memo_resumed  # (a test hook) finish members read on from a memo's place
+    cdef cc_fin_ck_t* _ck                  # room for the finish reader's places (_FIN_CK_ROOM), or NULL
 
     def __init__(self, framing="auto", *, max_frame_bytes=DEFAULT_MAX_FRAME_BYTES,
                  errors="strict", _as_dicts=False, _as_frames=False, _sink=None, _decoder=None):
@@ -971,6 +983,7 @@ cdef class StreamDecoder:
         if self._routes != NULL:
             cc_routes_free(self._routes)
             PyMem_Free(self._routes)
+        PyMem_Free(self._ck)
 
     @property
     def framing(self):
@@ -1420,6 +1433,7 @@ cdef class StreamDecoder:
         if at + j > self._last_term:
             return 0            # no terminator after it: its end is in a piece to come, read it then
         self._open_tries += 1
+        self._ck_room(&f)
         if cc_scan_finish_memo(q, <size_t>(avail - j), 1, &f, &end, _memo_lookup, <void*>self) != CC_OK:
             return 0
         e = <Py_ssize_t>end
@@ -1450,6 +1464,14 @@ cdef class StreamDecoder:
         self._sink._finish_read(fields)
         return j + e + term
 
+    cdef inline void _ck_room(self, cc_finish_t* f) noexcept:
+        """Room for the finish reader's places to go on from (cc_fin_ck_t), made at the first
+        step-finish; none when there is no memory for it (the memos then are used whole only)."""
+        if self._ck == NULL:
+            self._ck = <cc_fin_ck_t*>PyMem_Malloc(_FIN_CK_ROOM * sizeof(cc_fin_ck_t))
+        f.ck = self._ck
+        f.ck_cap = _FIN_CK_ROOM if self._ck != NULL else 0
+
     cdef int _keep_memo(self, bytes owner, const char* q, cc_finish_t* f, object run_id) except -1:
         """After the C reader read a step-finish or finish frame (at q, in owner; run_id: its runId
         as read): keep what it skipped as its run's memo (a step-finish), or drop the run's memo
@@ -1457,6 +1479,7 @@ cdef class StreamDecoder:
         cdef _FinMemo m
         cdef Py_ssize_t size = PyBytes_GET_SIZE(owner)
         self._memo_members += f.memo_members
+        self._memo_resumed += f.memo_resumed
         self._rep_strings += f.rep_strings
         if type(run_id) is not str:
             return 0
@@ -1474,6 +1497,11 @@ cdef class StreamDecoder:
         m.charge = size if size <= _MEMO_OWNER_MAX else 0
         m.m = f.skipped
         m.m.p = q
+        if f.ck_count:
+            m.ck = <cc_fin_ck_t*>PyMem_Malloc(f.ck_count * sizeof(cc_fin_ck_t))
+            if m.ck != NULL:
+                memcpy(m.ck, f.ck, f.ck_count * sizeof(cc_fin_ck_t))
+        m.m.ck = m.ck
         if self._memo_bytes + m.charge > _MEMO_BYTES:
             self._memos.clear()
             self._memo_bytes = 0

@@ -106,12 +106,21 @@ typedef struct cc_span { const char *p; size_t len; } cc_span_t;   /* p == NULL:
 enum { CC_FIN_ABSENT = 0, CC_FIN_NULL = 1, CC_FIN_OBJECT = 2, CC_FIN_DECODE = 3 };
 enum { CC_FIN_STEP_FINISH = 1, CC_FIN_FINISH = 2 };                 /* kind */
 
+/* A place in a skipped member's value where the reader can go on from: just past an element or a
+ * member's value of a container at level 1 (the member's value) or 2 (a container in it), off bytes
+ * from the value's start; lvl, that level; kinds, bit l - 1 set when the level-l container is an
+ * object.  The same bytes up to there in a later frame leave the reader in the same state there. */
+typedef struct cc_fin_ck { uint32_t off; uint8_t lvl, kinds; } cc_fin_ck_t;
+
 /* A member of payload or output the finish reader skipped: its key at buf[k0, k0 + kl), its value at
- * buf[v0, v0 + vl), its level (CC_FIN_LEVEL_*).  At most CC_FIN_MEMO_MAX are kept (the first). */
+ * buf[v0, v0 + vl), its level (CC_FIN_LEVEL_*), and its places to go on from (ck_count of them from
+ * ck_first, in order; fewer when the caller's room ran out).  At most CC_FIN_MEMO_MAX are kept (the
+ * first). */
 enum { CC_FIN_LEVEL_PAYLOAD = 1, CC_FIN_LEVEL_OUTPUT = 2, CC_FIN_MEMO_MAX = 12 };
-typedef struct cc_fin_member { size_t k0, kl, v0, vl; int level; } cc_fin_member_t;
+typedef struct cc_fin_member { size_t k0, kl, v0, vl; int level; uint32_t ck_first, ck_count; } cc_fin_member_t;
 typedef struct cc_fin_memo {
     const char *p;                /* the bytes the offsets are in (the reader leaves it NULL) */
+    const cc_fin_ck_t *ck;        /* the places the members' ck_first count from (the reader: NULL) */
     int count;
     cc_fin_member_t m[CC_FIN_MEMO_MAX];
 } cc_fin_memo_t;
@@ -128,8 +137,13 @@ typedef struct cc_finish {
     cc_span_t md_id, md_model_id, md_model;                   /* payload.metadata.* (last wins) */
     cc_span_t md_provider_metadata;
     int memo_members;             /* the members of payload and output taken through the memo */
+    int memo_resumed;             /* those of them read on from a place in the memo's value */
     int rep_strings;              /* strings skipped as the same bytes as one before in the frame */
     cc_fin_memo_t skipped;        /* the members of payload and output skipped (offsets in buf) */
+    /* set by the caller (ck NULL: none kept): room for the skipped members' places to go on from,
+     * which the reader fills (ck_count) */
+    cc_fin_ck_t *ck;
+    uint32_t ck_cap, ck_count;
 } cc_finish_t;
 
 cc_status cc_scan_finish(const char *buf, size_t len, cc_finish_t *out);
@@ -144,7 +158,11 @@ cc_status cc_scan_finish_open(const char *buf, size_t avail, cc_finish_t *out, s
  * the caller), or NULL.  A member of payload or output that would be skipped and whose value is,
  * byte for byte, the value of the memo's member of the same key and level, is not checked again:
  * those bytes were checked, at the same depth, by the same reader.  (Mastra's finish frame
- * repeats its run's last step-finish but for output.usage: its message history is read once.) */
+ * repeats its run's last step-finish but for output.usage: its message history is read once.)
+ * When only a first part of it is the same, the reader goes on from the memo's last place
+ * (cc_fin_ck_t) in that part: Mastra's next step-finish repeats the history before it, then adds
+ * the new step's messages (messages.all, .nonUser) and steps (output.steps, the last one's tool
+ * results added). */
 cc_status cc_scan_finish_memo(const char *buf, size_t len, int open, cc_finish_t *out, size_t *end,
                               cc_fin_memo_fn lookup, void *ctx);
 
