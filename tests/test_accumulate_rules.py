@@ -2244,6 +2244,21 @@ def test_finish_memos_kept_across_feeds_and_bounded(both):
         most = max(most, dec._memo_runs)
     assert (16 << 20) // 12000 < most < 2600, most
     acc.close()
+    # a memo's places to go on from are its own memory, counted whatever its buffer: a step-finish
+    # of 3,000 small elements (6 KB) keeps 3,000 places of 8 bytes
+    sf = (_FIN % ('"messages":[%s]' % ",".join(["1"] * 3000))).encode() + b"\n"
+    acc = native.Accumulator("ndjson")
+    acc.feed(b"")
+    dec = acc._decoder
+    most = 0
+    for i in range(1500):
+        acc.feed(sf.replace(b'"r1"', b'"%06d"' % i))
+        most = max(most, dec._memo_runs)
+    assert most == (16 << 20) // (len(sf) + 3000 * 8), most
+    acc.close()
+    acc = native.Accumulator("ndjson")
+    acc.feed(b"".join(sf.replace(b'"r1"', b'"%06d"' % i) for i in range(200)))    # 1.2 MB: not kept
+    assert acc._decoder._memo_runs == 0 and acc._decoder._memo_bytes == 0
 
 
 #: One escape or bad byte each: the C finish reader walks a string's escapes 64 bytes at a time.

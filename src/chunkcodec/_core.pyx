@@ -645,7 +645,8 @@ cdef object _read_finish(const char* p, Py_ssize_t n, object span, bint* taken=N
 # step-finish frame costs more than reading its run's finish again): a buffer of at most
 # _MEMO_OWNER_MAX bytes (a piece of a stream) may be kept across feed() calls, up to _MEMO_BYTES of
 # them in all per decoder (counted once per memo: past it the memos are dropped); a bigger one (a
-# whole log) is not counted, and its memos are dropped when the feed() that gave it returns.
+# whole log) is not counted, and its memos are dropped when the feed() that gave it returns.  A
+# memo's places to go on from (its own copy) are counted whatever its buffer.
 DEF _MEMO_OWNER_MAX = 1 << 20
 DEF _MEMO_BYTES = 16 << 20
 # The places to go on from (cc_fin_ck_t) a finish read keeps, at most: past them, a later frame
@@ -1039,7 +1040,7 @@ cdef class StreamDecoder:
     cdef int _drop_big_memos(self) except -1:
         """At the end of a feed(): its buffer is the caller's (or a join of it), not to be kept."""
         for k in [k for k, m in self._memos.items() if PyBytes_GET_SIZE((<_FinMemo>m).owner) > _MEMO_OWNER_MAX]:
-            del self._memos[k]
+            self._memo_bytes -= (<_FinMemo>self._memos.pop(k)).charge
         self._memo_big = False
         return 0
 
@@ -1501,6 +1502,7 @@ cdef class StreamDecoder:
             m.ck = <cc_fin_ck_t*>PyMem_Malloc(f.ck_count * sizeof(cc_fin_ck_t))
             if m.ck != NULL:
                 memcpy(m.ck, f.ck, f.ck_count * sizeof(cc_fin_ck_t))
+                m.charge += f.ck_count * sizeof(cc_fin_ck_t)     # (its own: charged for any owner)
         m.m.ck = m.ck
         if self._memo_bytes + m.charge > _MEMO_BYTES:
             self._memos.clear()
