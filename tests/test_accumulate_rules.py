@@ -2288,7 +2288,6 @@ def test_finish_reader_skips_long_strings_with_escapes_anywhere(both):
     assert min(counts) > 1000, counts
 
 
-
 def test_a_long_string_repeated_in_a_finish_frame_is_compared_not_read_again(both):
     """Mastra's step-finish and finish frames carry each step's text several times over, so the
     finish reader keeps the long strings it skipped in a frame (48 bytes and more) by their first
@@ -2324,7 +2323,6 @@ def test_a_long_string_repeated_in_a_finish_frame_is_compared_not_read_again(bot
         assert got == _runs_out(ref, data)[0], path.name
         compared[path.name] = dec._rep_strings
     assert compared["i_long_text_5000.jsonl"] >= 4, compared     # its text: four copies of five
-
 
 
 def _two_step_finishes(first: str, second: str) -> bytes:
