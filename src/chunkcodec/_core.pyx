@@ -650,7 +650,7 @@ cdef object _read_finish(const char* p, Py_ssize_t n, object span, bint* taken=N
 DEF _MEMO_OWNER_MAX = 1 << 20
 DEF _MEMO_BYTES = 16 << 20
 # The places to go on from (cc_fin_ck_t) a finish read keeps, at most: past them, a later frame
-# goes on from the last one kept (a step of Mastra's history is about a dozen).
+# goes on from the last one kept (each step of a Mastra run adds about a dozen).
 DEF _FIN_CK_ROOM = 8192
 
 
@@ -938,7 +938,7 @@ cdef class StreamDecoder:
     cdef bint _memo_big        # a memo refers to a buffer over _MEMO_OWNER_MAX bytes
     cdef readonly long long _memo_members  # (a test hook) finish members taken through a memo
     cdef readonly long long _rep_strings   # (a test hook) finish strings compared with one before
-    cdef readonly long long _memo_resumed  # (a test hook) finish members read on from a memo's place
+    cdef readonly long long _memo_resumed  # (a test hook) times the finish reader went on from a memo's place
     cdef cc_fin_ck_t* _ck                  # room for the finish reader's places (_FIN_CK_ROOM), or NULL
 
     def __init__(self, framing="auto", *, max_frame_bytes=DEFAULT_MAX_FRAME_BYTES,

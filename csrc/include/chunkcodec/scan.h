@@ -137,7 +137,7 @@ typedef struct cc_finish {
     cc_span_t md_id, md_model_id, md_model;                   /* payload.metadata.* (last wins) */
     cc_span_t md_provider_metadata;
     int memo_members;             /* the members of payload and output taken through the memo */
-    int memo_resumed;             /* those of them read on from a place in the memo's value */
+    int memo_resumed;             /* the times the reader went on from a place in a memo's value */
     int rep_strings;              /* strings skipped as the same bytes as one before in the frame */
     cc_fin_memo_t skipped;        /* the members of payload and output skipped (offsets in buf) */
     /* set by the caller (ck NULL: none kept): room for the skipped members' places to go on from,
