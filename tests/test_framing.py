@@ -147,3 +147,64 @@ def test_auto_detection_is_linear_when_fed_byte_by_byte(codec, head):
     out = dec.feed(b"\n" + TD + b"\n") + dec.close()
     assert time.perf_counter() - t0 < 20
     assert dec.framing == "ndjson" and out[-1].payload.text == "hi"
+
+
+BIG = b'{"type":"data-big","runId":"r","from":"AGENT","data":{"x":"' + b"ab\\n" * 15000 + b'"}}'
+
+
+def _outcome(codec, data, framing, splits=None, **opts):
+    """decode_all's result, or the error it raised: its type and message."""
+    try:
+        return decode_all(codec, data, framing, splits=splits, **opts)
+    except Exception as exc:  # noqa: BLE001 (compared, not swallowed)
+        return type(exc).__name__, str(exc)
+
+
+@pytest.mark.parametrize("framing,pre,sep", [("sse", b"data: ", b"\n\n"), ("sse", b"data: ", b"\r\n\r\n"),
+                                             ("ndjson", b"", b"\n"), ("ndjson", b"", b"\r\n"), ("rs", b"", b"\x1e")])
+def test_a_frame_through_many_pieces(codec, framing, pre, sep):
+    """A frame that goes on through several pieces: those of 4 KiB and more are kept by reference
+    and the frame is copied once, when a piece ends it; smaller ones are copied as they come.
+    Whatever the cuts -- pieces over and under 4 KiB mixed, the terminator split between pieces,
+    the frame past max_frame_bytes (its error kept or raised), the stream closed inside it -- the
+    chunks, errors and their positions are those of the body fed whole."""
+    body = b"".join(pre + f + sep for f in (TD, BIG, TD2, BIG, TD))
+    end = body.index(sep, len(pre + TD + sep) + 100)                     # the first BIG's terminator
+    cuts = [
+        list(range(4096, len(body), 4096)),
+        list(range(5000, len(body), 5000)),
+        list(range(16384, len(body), 16384)),
+        [10, 4200, 4201, 9000, 9001, 9002, 30000, 45000, 45001],          # small pieces between big ones
+        [5000, 20000, end, end + 1, end + len(sep)],                     # the terminator on its own
+        [5000, 20000, end + 1, end + 10000, end + 20000],                # ... split between pieces
+        [5000, 10000, 15000, end - 1, end + len(sep) + 7],
+    ]
+    cuts = [sorted(set(c)) for c in cuts]
+    for opts in ({}, {"max_frame_bytes": 30000}, {"max_frame_bytes": 30000, "errors": "keep"}, {"errors": "keep"}):
+        whole = _outcome(codec, body, framing, **opts)
+        for c in cuts:
+            assert _outcome(codec, body, framing, c, **opts) == whole, (c, opts)
+            short = body[:c[-2]]                                         # closed inside a frame
+            assert _outcome(codec, short, framing, c[:-2], **opts) == _outcome(codec, short, framing, **opts), \
+                (c, opts)
+    assert [x[0] for x in decode_all(codec, body, framing, max_frame_bytes=30000, errors="keep")] == \
+        ["TextDelta", "invalid", "TextDelta", "invalid", "TextDelta"]
+
+
+def test_a_frame_past_max_frame_bytes_is_not_held_by_reference(codec):
+    """The pieces a frame goes on through are kept by reference only while the frame is within
+    max_frame_bytes: past it, the frame is an error at once (raised, or dropped as it comes, with
+    errors="keep"), however large its pieces, not when its end comes."""
+    from chunkcodec.errors import FrameTooLarge
+    body = b"data: " + BIG                                              # no end yet
+    pieces = [body[i:i + 8192] for i in range(0, len(body), 8192)]
+    dec = codec.StreamDecoder("sse", max_frame_bytes=30000)
+    with pytest.raises(FrameTooLarge):
+        for piece in pieces[:5]:                                        # 40 KB, in pieces of 8 KB
+            dec.feed(piece)
+    dec = codec.StreamDecoder("sse", max_frame_bytes=30000, errors="keep")
+    for piece in pieces:
+        assert dec.feed(piece) == []
+    out = dec.feed(b"\n\ndata: " + TD + b"\n\n") + dec.close()
+    assert [type(c).__name__ for c in out] == ["InvalidFrame", "TextDelta"]
+    assert len(out[0].raw) == 30000 and out[0].dropped == len(body) - 30000

@@ -62,6 +62,9 @@ DEF SLACK = 2
 #: A piece up to this size whose last frame is cut is kept by reference until the next piece, not
 #: copied (a bigger one is not kept alive for the few bytes of its tail).
 DEF TAIL_BY_REFERENCE = 1 << 20
+# A piece a frame goes on through is kept by reference from this size on; a smaller one is copied
+# (with what was kept), so that a frame in many small pieces is not a long list of them.
+DEF _TAIL_PIECE_MIN = 4096
 
 cdef dict _FRAMINGS = {"auto": CC_FRAMING_AUTO, "sse": CC_FRAMING_SSE, "rs": CC_FRAMING_RS,
                        "ndjson": CC_FRAMING_NDJSON, "json": CC_FRAMING_JSON}
@@ -905,8 +908,10 @@ cdef class StreamDecoder:
     cdef bint _dicts
     cdef bint _frames
     cdef bytearray _pending
-    cdef bytes _tail_src       # or the pending bytes are _tail_src[_tail_off:], not yet copied
+    cdef bytes _tail_src       # or the pending bytes are _tail_src[_tail_off:], not yet copied,
     cdef Py_ssize_t _tail_off
+    cdef list _tail_more       # then these pieces whole (a frame going on through them)
+    cdef Py_ssize_t _tail_len  # the pending bytes so kept
     cdef long long _pending_pos
     cdef long long _offset
     cdef long long _index
@@ -1053,6 +1058,8 @@ cdef class StreamDecoder:
         cdef const void* rs
         cdef const void* lf
         cdef bytes buf, tail, src
+        cdef char last2[2]
+        cdef char* q
         if self._framing == CC_FRAMING_AUTO:
             if not self._pending:
                 self._pending_pos = base
@@ -1120,19 +1127,33 @@ cdef class StreamDecoder:
             off += end
             base += end
         if self._tail_src is not None:
-            # The tail of the piece before, kept by reference: when this piece ends its frame, the
-            # frame is copied once, from both pieces (the only frame copied).
-            src = self._tail_src
-            k = PyBytes_GET_SIZE(src) - self._tail_off
-            t = 2 if k >= 2 else k
-            end = cc_frame_find_end(self._framing, PyBytes_AS_STRING(src) + PyBytes_GET_SIZE(src) - t, t,
-                                    p + off, n - off)
+            # The tail of the piece before (and the pieces the frame went on through), kept by
+            # reference: when this piece ends the frame, the frame is copied once, from all of
+            # them (the only frame copied).
+            t = self._tail_last2(last2)
+            end = cc_frame_find_end(self._framing, last2, t, p + off, n - off)
             if end < 0:
+                if off == n:
+                    return
+                if off == 0 and _TAIL_PIECE_MIN <= n <= TAIL_BY_REFERENCE and \
+                        self._tail_len + n <= self._max + SLACK:
+                    if self._tail_more is None:
+                        self._tail_more = []
+                    self._tail_more.append(b)    # (bytes: it cannot change meanwhile)
+                    self._tail_len += n
+                    return
                 self._keep_tail()                # the frame goes on: the bytes are kept as below
             else:
-                buf = PyBytes_FromStringAndSize(NULL, k + end)
-                memcpy(PyBytes_AS_STRING(buf), PyBytes_AS_STRING(src) + self._tail_off, k)
-                memcpy(PyBytes_AS_STRING(buf) + k, p + off, end)
+                buf = PyBytes_FromStringAndSize(NULL, self._tail_len + end)
+                q = PyBytes_AS_STRING(buf)
+                k = PyBytes_GET_SIZE(self._tail_src) - self._tail_off
+                memcpy(q, PyBytes_AS_STRING(self._tail_src) + self._tail_off, k)
+                if self._tail_more:
+                    for src in self._tail_more:
+                        memcpy(q + k, PyBytes_AS_STRING(src), PyBytes_GET_SIZE(src))
+                        k += PyBytes_GET_SIZE(src)
+                    self._tail_more = None
+                memcpy(q + k, p + off, end)
                 self._tail_src = None
                 self._process(buf, 0, self._pending_pos, 0, out)
                 off += end
@@ -1159,17 +1180,42 @@ cdef class StreamDecoder:
             if n <= TAIL_BY_REFERENCE and n - off - consumed <= self._max + SLACK:
                 self._tail_src = b              # (bytes: it cannot change meanwhile)
                 self._tail_off = off + consumed
+                self._tail_len = n - off - consumed
                 return
             _extend(self._pending, p + off + consumed, n - off - consumed)
             self._check_pending()
 
     cdef int _keep_tail(self) except -1:
-        """The tail kept by reference, copied into _pending (which is empty then)."""
+        """The bytes kept by reference, copied into _pending (which is empty then)."""
         if self._tail_src is not None:
             _extend(self._pending, PyBytes_AS_STRING(self._tail_src) + self._tail_off,
                     PyBytes_GET_SIZE(self._tail_src) - self._tail_off)
+            if self._tail_more:
+                for src in self._tail_more:
+                    _extend(self._pending, PyBytes_AS_STRING(src), PyBytes_GET_SIZE(src))
             self._tail_src = None
+            self._tail_more = None
         return 0
+
+    cdef Py_ssize_t _tail_last2(self, char* last2) except -1:
+        """The last two bytes kept by reference (fewer when there are fewer), into last2: what
+        cc_frame_find_end looks back at."""
+        cdef bytes src
+        cdef Py_ssize_t t = 0, i, lo
+        cdef list more = self._tail_more
+        cdef Py_ssize_t j = len(more) if more else 0
+        while t < 2 and j >= 0:
+            src = more[j - 1] if j > 0 else self._tail_src
+            lo = 0 if j > 0 else self._tail_off
+            i = PyBytes_GET_SIZE(src)
+            while t < 2 and i > lo:
+                i -= 1
+                t += 1
+                last2[2 - t] = PyBytes_AS_STRING(src)[i]
+            j -= 1
+        if t == 1:
+            last2[0] = last2[1]
+        return t
 
     cdef int _terminator_len(self, bytes tail, const char* data, Py_ssize_t end) except -1:
         if self._framing != CC_FRAMING_SSE:
