@@ -73,42 +73,28 @@ def cases(runs: int, deltas: int):
         ("NDJSON log", "chunkcodec.accumulate vs msgspec", lambda: chunkcodec.accumulate(nd), MS_ND, mb),
         ("NDJSON log", "chunkcodec.accumulate vs json.loads", lambda: chunkcodec.accumulate(nd), JSON_ND, mb),
     ]
+    def ms_group(group, data):
+        """A group of an NDJSON log: the msgspec loop both ways, and accumulate() against them."""
+        mb = len(data) / 1e6
+        return [(group, "msgspec minimal union, decode_lines", lambda: B.msgspec_ndjson(data), None, mb),
+                (group, "msgspec minimal union, collector paused", lambda: ms_nd_paused(data), None, mb),
+                (group, "chunkcodec.accumulate", lambda: chunkcodec.accumulate(data), MS_ND, mb)]
+
     # The same log with only its delta frames: where the C path does all the work.
     dl = gen.framed([f for f in frames if b'-delta"' in f[:30]], "ndjson")
     want = {k: v[0] for k, v in B.msgspec_ndjson(dl).items()}
     assert {r.run_id: r.text for r in chunkcodec.accumulate(dl)} == want
-    rows += [
-        ("delta frames only (NDJSON)", "msgspec minimal union, decode_lines", lambda: B.msgspec_ndjson(dl), None,
-         len(dl) / 1e6),
-        ("delta frames only (NDJSON)", "msgspec minimal union, collector paused", lambda: ms_nd_paused(dl), None,
-         len(dl) / 1e6),
-        ("delta frames only (NDJSON)", "chunkcodec.accumulate", lambda: chunkcodec.accumulate(dl), MS_ND,
-         len(dl) / 1e6),
-    ]
+    rows += ms_group("delta frames only (NDJSON)", dl)
     # Short runs: 300 of 12 deltas each, where the per-frame and per-run costs of the non-delta
     # chunks and the RunOutputs outweigh the deltas (chunkcodec is slower than msgspec here).
     short = gen.framed(gen.interleaved(300, 12), "ndjson")
     assert B.chunkcodec_answer(chunkcodec.accumulate(short)) == B.baseline_answer(B.msgspec_ndjson(short))
-    rows += [
-        ("300 short runs, 12 deltas each (NDJSON)", "msgspec minimal union, decode_lines",
-         lambda: B.msgspec_ndjson(short), None, len(short) / 1e6),
-        ("300 short runs, 12 deltas each (NDJSON)", "msgspec minimal union, collector paused",
-         lambda: ms_nd_paused(short), None, len(short) / 1e6),
-        ("300 short runs, 12 deltas each (NDJSON)", "chunkcodec.accumulate", lambda: chunkcodec.accumulate(short),
-         MS_ND, len(short) / 1e6),
-    ]
+    rows += ms_group("300 short runs, 12 deltas each (NDJSON)", short)
     # Long runs: 10 of 20 steps, each step-finish frame carrying the run's history so far, so those
     # frames are 93 % of the bytes and each repeats most of the one before (gen.long_run_frames).
     long = gen.framed(gen.interleaved(10, 60, 7, steps=20), "ndjson")
     assert B.chunkcodec_answer(chunkcodec.accumulate(long)) == B.baseline_answer(B.msgspec_ndjson(long))
-    rows += [
-        ("10 long runs, 20 steps each (NDJSON)", "msgspec minimal union, decode_lines",
-         lambda: B.msgspec_ndjson(long), None, len(long) / 1e6),
-        ("10 long runs, 20 steps each (NDJSON)", "msgspec minimal union, collector paused",
-         lambda: ms_nd_paused(long), None, len(long) / 1e6),
-        ("10 long runs, 20 steps each (NDJSON)", "chunkcodec.accumulate", lambda: chunkcodec.accumulate(long),
-         MS_ND, len(long) / 1e6),
-    ]
+    rows += ms_group("10 long runs, 20 steps each (NDJSON)", long)
     # One stream at a time, as a service consuming agents sees them: each of 300 short runs is an
     # SSE body of its own, read by an Accumulator of its own (what a stream costs to set up counts).
     bodies = [gen.framed(gen.run_frames(random.Random(k), 12), "sse") for k in range(300)]

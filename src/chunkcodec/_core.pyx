@@ -1199,22 +1199,13 @@ cdef class StreamDecoder:
 
     cdef Py_ssize_t _tail_last2(self, char* last2) except -1:
         """The last two bytes kept by reference (fewer when there are fewer), into last2: what
-        cc_frame_find_end looks back at."""
-        cdef bytes src
-        cdef Py_ssize_t t = 0, i, lo
-        cdef list more = self._tail_more
-        cdef Py_ssize_t j = len(more) if more else 0
-        while t < 2 and j >= 0:
-            src = more[j - 1] if j > 0 else self._tail_src
-            lo = 0 if j > 0 else self._tail_off
-            i = PyBytes_GET_SIZE(src)
-            while t < 2 and i > lo:
-                i -= 1
-                t += 1
-                last2[2 - t] = PyBytes_AS_STRING(src)[i]
-            j -= 1
-        if t == 1:
-            last2[0] = last2[1]
+        cc_frame_find_end looks back at.  (A piece kept after the first has 4 KiB and more: they
+        are all in the last one then.)"""
+        cdef bytes src = self._tail_more[-1] if self._tail_more else self._tail_src
+        cdef Py_ssize_t lo = 0 if self._tail_more else self._tail_off
+        cdef Py_ssize_t n = PyBytes_GET_SIZE(src)
+        cdef Py_ssize_t t = 2 if n - lo >= 2 else n - lo
+        memcpy(last2, PyBytes_AS_STRING(src) + n - t, <size_t>t)
         return t
 
     cdef int _terminator_len(self, bytes tail, const char* data, Py_ssize_t end) except -1:
