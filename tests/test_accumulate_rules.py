@@ -1382,10 +1382,15 @@ def test_deltas_with_unknown_keys_are_accumulated(codec):
     assert r.text == "abc" and r.reasoning_text == "think"
 
 
+def _base_of(cls):
+    """The AccumulatorBase of _accum.py that cls is built on (compiled, on the native path)."""
+    return next(c for c in cls.__mro__ if c.__name__ == "AccumulatorBase")
+
+
 def test_the_class_kind_cache_of_add_refills_after_it_is_cleared(codec, monkeypatch):
     """add() caches what to do per chunk class (subclasses made for unknown keys included); the
     cache is cleared when full, and the chunks after that are still accumulated."""
-    _accum = sys.modules[codec.Accumulator.__mro__[1].__module__]     # _accumc on the native path
+    _accum = sys.modules[_base_of(codec.Accumulator).__module__]     # _accumc on the native path
     monkeypatch.setattr(_accum, "_KINDS_MAX", 5)
     monkeypatch.setattr(_accum, "_KINDS", dict(_accum._KINDS))
     lines = [line("text-delta", {"id": "t", "text": f"{i}", f"k{i}": i}) for i in range(8)]
@@ -1401,7 +1406,7 @@ def test_the_text_memo_walks_a_few_ranges_and_keys_the_rest(codec):
     ranges in a list it walks, the rest in a dict, so that a run of thousands of parts is not
     walked through for each (that was quadratic: 1.9 s for a run of 8,000 parts).  Every range,
     asked again, gives the str it gave the first time; the list stays short."""
-    _accum = sys.modules[codec.Accumulator.__mro__[1].__module__]     # _accumc on the native path
+    _accum = sys.modules[_base_of(codec.Accumulator).__module__]     # _accumc on the native path
     buf, other = codec.Accumulator._Buf(), codec.Accumulator._Buf()
     buf.append(b"0123456789abcdef" * 200)
     other.append(b"x" * 100)
@@ -2551,6 +2556,20 @@ def test_the_native_decoder_takes_only_the_compiled_accumulator_as_its_sink():
     acc = Api(core).Accumulator()
     frame = b'data: {"type":"start","runId":"r","from":"AGENT","payload":{"id":"a","messageId":"m"}}\n\n'
     assert core.StreamDecoder("sse", _sink=acc).feed(frame) == [] and acc.run_ids() == ["r"]
+    # Accumulator.feed calls its own decoder's feed in C; a decoder of another class (here a
+    # subclass whose feed() counts its calls) it calls as AccumulatorBase does, through Python
+    calls = []
+
+    class Counting(core.StreamDecoder):
+        def feed(self, data):
+            calls.append(len(data))
+            return super().feed(data)
+
+    acc = Api(core).Accumulator()
+    acc._decoder = Counting("sse", _sink=acc)
+    acc.feed(frame)
+    acc.feed(frame.replace(b'"r"', b'"r2"'))
+    assert calls == [len(frame), len(frame) + 1] and acc.run_ids() == ["r", "r2"]
 
 
 def test_the_native_path_runs_the_compiled_accumulator_and_the_reference_path_the_plain_one():
@@ -2561,8 +2580,10 @@ def test_the_native_path_runs_the_compiled_accumulator_and_the_reference_path_th
     from chunkcodec import _reference
     from conftest import _native
     assert _reference.AccumulatorBase is plain.AccumulatorBase and plain.__file__.endswith(".py")
-    compiled = sys.modules[_native().AccumulatorBase.__module__]
+    compiled = sys.modules[_base_of(_native().AccumulatorBase).__module__]
     assert compiled.__name__ == "chunkcodec._accumc" and not compiled.__file__.endswith(".py")
+    # (the native path's class on it: _core._AccumulatorBase, whose feed() calls its decoder in C)
+    assert _native().AccumulatorBase.__module__ == "chunkcodec._core"
     # a field of a cdef class is a getset descriptor; an entry of __slots__ a member descriptor
     for cls, field in (("_Part", "buf"), ("_ToolArgs", "buf"), ("_Step", "usage"), ("_Run", "steps")):
         assert type(vars(getattr(compiled, cls))[field]).__name__ == "getset_descriptor", cls

@@ -1626,12 +1626,17 @@ class AccumulatorBase:
         # (called once per network read by a live consumer, often one event each: no bound
         # method, no *args tuple, no loop over the empty list the native decoder mostly returns)
         try:
-            items = dec.feed(data)
+            items = self._decoder_feed(dec, data)
         except DecodeError as exc:
             self._take(getattr(exc, "chunks", None))
             raise
         if items:
             self._take(items)
+
+    def _decoder_feed(self, dec: Any, data: Any) -> Any:
+        """dec.feed(data): what the decoder could not give this accumulator itself (the native
+        path's calls its own decoder's feed in C: _core._AccumulatorBase)."""
+        return dec.feed(data)
 
     def _make_decoder(self) -> Any:
         """The decoder feed() gives the bytes to (made at the first)."""

@@ -115,6 +115,7 @@ cdef class AccumulatorBase:
     cdef object __weakref__
     # what the native decoder calls (it cimports this class): C calls, not method lookups
     cpdef feed(self, data)
+    cdef object _decoder_feed(self, dec, data)
     cpdef _make_decoder(self)
     cpdef add(self, chunk)
     cpdef tuple _route(self, int kind, run_id, from_, key, name)

@@ -84,7 +84,7 @@ class Api:
         # (each implementation has its accumulator: _accum as it is, or its compiled copy _accumc)
         self.Accumulator = type("Accumulator", (impl.AccumulatorBase,), {
             "_Buf": impl.DeltaBuf, "_impl": impl, "__module__": "chunkcodec",
-            "__doc__": impl.AccumulatorBase.__doc__})
+            "__doc__": next(c.__doc__ for c in impl.AccumulatorBase.__mro__ if c.__doc__)})
 
     def _iter(self, source: Any, framing: str, mode: str, **opts: Any) -> Iterator[Any]:
         dec = self.impl.StreamDecoder(framing, _as_dicts=mode == "dicts", _as_frames=mode == "frames", **opts)

@@ -12,6 +12,7 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE, PyBytes_CheckExa
 from cpython.bytearray cimport (PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyByteArray_Resize,
                                 PyByteArray_FromStringAndSize)
 from cpython.buffer cimport PyBuffer_FillInfo
+from cpython.list cimport PyList_GET_SIZE
 from cpython.object cimport PyObject
 from cpython.mem cimport PyMem_Calloc, PyMem_Free, PyMem_Malloc
 from cpython.ref cimport Py_DECREF, Py_XDECREF
@@ -290,8 +291,6 @@ cdef inline void _set_raw(object chunk, object raw) except *:
     PyObject_GenericSetDict(chunk, {"_raw": raw}, NULL)
 
 
-#: The accumulator the native path builds Accumulator on.
-AccumulatorBase = _accum.AccumulatorBase
 
 cdef object _decode_finish_light = _accum.decode_finish_light
 cdef object _light_fields = _accum.light_fields
@@ -928,6 +927,7 @@ cdef class StreamDecoder:
     # itself only while one of its feed() or close() calls runs.
     cdef object _sinkref
     cdef _Sink _sink           # the accumulator (the compiled AccumulatorBase), during a call
+    cdef list _spare           # the list _feed_call gives an accumulator while it stays empty
     cdef cc_routes* _routes    # (type, runId, id) -> DeltaBuf, for the C delta loop and _sink_hot
     cdef list _rkeep           # per route slot: (DeltaBuf, run) its route writes to, kept alive
     cdef object _cur_run       # the run the sink was last told is current
@@ -972,6 +972,7 @@ cdef class StreamDecoder:
         if _sink is not None and not isinstance(_sink, _Sink):
             raise TypeError(f"_sink must be a chunkcodec accumulator, got {type(_sink).__name__}")
         self._sinkref = None if _sink is None else weakref.ref(_sink)
+        self._spare = []
         if _sink is not None and self._routes == NULL:
             self._routes = <cc_routes*>PyMem_Calloc(1, sizeof(cc_routes))
             if self._routes == NULL:
@@ -1013,20 +1014,34 @@ cdef class StreamDecoder:
     # -- input ------------------------------------------------------------------------------
     def feed(self, data):
         """Decode the complete frames in data (plus what was kept from before); keep the tail."""
+        return self._feed_call(data, None)
+
+    cdef list _feed_call(self, object data, _Sink acc):
+        """feed()'s work.  acc: the accumulator whose decoder this is, when it is the caller
+        (_AccumulatorBase._decoder_feed: a C call, once per network read of a live stream; no method
+        lookup, no argument parsing, no weak reference to follow); the list it gets back is then
+        the decoder's spare one while empty, not to be kept."""
         if self._closed:
             raise RuntimeError("feed() after close()")
         if self._failed is not None:
             raise RuntimeError(f"the decoder stopped at an error in strict mode ({self._failed}); "
                                f"use errors='keep' to decode past bad frames")
         cdef bytes b = _to_bytes(data)
-        cdef list out = []
+        cdef list out
+        if acc is not None:
+            out = self._spare
+        else:
+            out = []
+            if self._sinkref is not None:
+                acc = self._sinkref()
         cdef long long base = self._offset
         self._offset += PyBytes_GET_SIZE(b)
-        if self._sinkref is not None:
-            self._sink = self._sinkref()
+        self._sink = acc
         try:
             self._feed(b, 0, base, out)
         except DecodeError as exc:
+            if out is self._spare:
+                self._spare = []
             exc.chunks = out
             self._failed = str(exc)     # (not exc: its traceback holds the frames that hold us)
             raise
@@ -1034,6 +1049,8 @@ cdef class StreamDecoder:
             self._sink = None
             if self._memo_big:
                 self._drop_big_memos()
+        if out is self._spare and PyList_GET_SIZE(out):
+            self._spare = []
         return out
 
     def _expect(self, Py_ssize_t nbytes):
@@ -1807,6 +1824,21 @@ cdef class StreamDecoder:
             total += c
             if nf < FRAME_BATCH or total >= PyBytes_GET_SIZE(buf):
                 break
+
+
+# The compiled AccumulatorBase, whose feed() calls this module's decoder in C.  (No docstring: the
+# public class takes the compiled one's, chunkcodec._api.)
+cdef class _AccumulatorBase(_Sink):
+
+    cdef object _decoder_feed(self, dec, data):
+        if type(dec) is StreamDecoder:
+            return (<StreamDecoder>dec)._feed_call(data, self)
+        return dec.feed(data)
+
+
+#: The accumulator the native path builds Accumulator on: _accum.py's, compiled (_accumc), with
+#: its decoder's feed() as a C call.
+AccumulatorBase = _AccumulatorBase
 
 
 cdef inline object _envelope(object cls, Py_ssize_t payload_off, Py_ssize_t meta_off, object run_id,
