@@ -9,8 +9,8 @@
 The log interleaves --runs agent runs frame by frame (bench/gen.py: Mastra-shaped runs whose
 step-finish/finish frames carry the message history, about 38% of the bytes).  Every contender
 must first give the same answer per run (text, reasoning, usage totals, finish reason); then all
-are timed in interleaved rounds (bench_codec.timeit_rounds) and the table gives each chunkcodec
-row's ratio to its baseline, measured in the same run.
+are timed in interleaved rounds, each round in another order (bench_codec.timeit_rounds), and the
+table gives each chunkcodec row's ratio to its baseline, measured in the same run.
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ import argparse
 import gc
 import json
 import pathlib
+import random
 import statistics
 import sys
 import time
@@ -38,17 +39,27 @@ def implementation() -> str:
     return f"native{', profile-guided' if _build.PGO else ''} ({_build.COMPILER})"
 
 
-def timeit_rounds(fns, repeat):
+def timeit_rounds(fns, repeat, shuffle=False):
     """Time every function once per round, rounds interleaved, so that a slow spell of the shared
-    machine hits baseline and candidate alike.  Returns (best, median) per function."""
+    machine hits baseline and candidate alike.  Returns (best, median) per function.
+
+    shuffle: each round in another order (the same orders every run: a fixed seed), so that no
+    function always runs right after the same one.  What ran just before a call changes its time:
+    accumulate() on the log takes 15-20 % longer right after the msgspec or json.loads loop (which
+    make and free some 100,000 objects and leave the caches to them) than right after itself, and
+    in the tables' order the same function always came after the same one."""
     for fn in fns:
         fn()  # warm-up
     times = [[] for _ in fns]
+    order = list(range(len(fns)))
+    rng = random.Random(20261127)
     for _ in range(repeat):
-        for k, fn in enumerate(fns):
+        if shuffle:
+            rng.shuffle(order)
+        for k in order:
             gc.collect()
             t0 = time.perf_counter()
-            fn()
+            fns[k]()
             times[k].append(time.perf_counter() - t0)
     return [(min(t), statistics.median(t)) for t in times]
 
@@ -220,7 +231,7 @@ def run_table(rows, info, repeat, json_path=None, width=45):
     """Time the rows in interleaved rounds; print each with its ratio to its baseline row."""
     results, by_name = [], {}
     group = None
-    timings = timeit_rounds([r[2] for r in rows], repeat)
+    timings = timeit_rounds([r[2] for r in rows], repeat, shuffle=True)
     for (grp, name, fn, base, mb), (best, med) in zip(rows, timings):
         by_name[(grp, name)] = med
         base_med, used = baseline_of(by_name, grp, base)

@@ -150,6 +150,28 @@ def test_a_row_is_read_against_the_faster_of_its_baselines():
     assert vs(3.0, "plain", "plain") == "  3.00x vs plain"
 
 
+def test_shuffled_rounds_time_each_function_in_changing_orders(monkeypatch):
+    """The tables' rounds run their functions in a shuffled order (no function always right after
+    the same one): each is still timed once a round, and its times are its own."""
+    import bench_codec
+    calls, now = [], [0]
+    monkeypatch.setattr(bench_codec.time, "perf_counter", lambda: now[0])
+
+    def fn(k):
+        calls.append(k)
+        now[0] += k + 1          # (function k takes k + 1 ticks of the stubbed clock)
+
+    fns = [lambda k=k: fn(k) for k in range(5)]
+    out = bench_codec.timeit_rounds(fns, 8, shuffle=True)
+    rounds = [calls[5 + 5 * r:10 + 5 * r] for r in range(8)]      # (after the warm-up round)
+    assert calls[:5] == list(range(5)) and all(sorted(r) == list(range(5)) for r in rounds)
+    assert len({tuple(r) for r in rounds}) > 1 and {r[0] for r in rounds} != {0}
+    assert out == [(k + 1, k + 1) for k in range(5)]
+    calls.clear()
+    bench_codec.timeit_rounds(fns, 3)
+    assert calls == list(range(5)) * 4               # (unshuffled: the pairs --kinds relies on)
+
+
 def test_every_target_row_names_both_ways_of_running_its_baseline():
     """The README's four targets are read against each baseline timed with the collector paused and
     not, so that pausing, which a pure-Python loop may do or not, is never chosen to suit us."""
