@@ -276,6 +276,8 @@ def main(argv=None):
                     help="instead of the table: each contender called CALLS times in a row, the last "
                          "--keep results kept, the collector left to itself (see loop_cases)")
     ap.add_argument("--keep", type=int, default=3)
+    ap.add_argument("--fixed-order", action="store_true",
+                    help="each round in the rows' own order, as until stop 54 (see timeit_rounds)")
     add_only_options(ap)
     args = ap.parse_args(argv)
     if args.breakdown:
@@ -292,7 +294,7 @@ def main(argv=None):
         rows, info = loop_cases(args.runs, args.deltas, args.loop, args.keep)
         print(f"data: {info['runs']} interleaved runs; each row: {info['calls']} calls, ms for all of them; "
               f"chunkcodec path: {info['implementation']}")
-        run_table(rows, info, args.repeat, args.json, width=48)
+        run_table(rows, info, args.repeat, args.json, width=48, shuffle=not args.fixed_order)
         return
     rows, info = cases(args.runs, args.deltas)
     if args.only:
@@ -300,7 +302,7 @@ def main(argv=None):
         return
     print(f"data: {info['runs']} interleaved runs, {info['frames']} frames, {info['ndjson_mb']} MB as NDJSON; "
           f"chunkcodec path: {info['implementation']}")
-    run_table(rows, info, args.repeat, args.json, width=48)
+    run_table(rows, info, args.repeat, args.json, width=48, shuffle=not args.fixed_order)
 
 
 if __name__ == "__main__":

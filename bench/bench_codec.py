@@ -227,11 +227,12 @@ def vs(ratio, base, used):
     return f"{ratio:6.2f}x vs the faster baseline ({used})"
 
 
-def run_table(rows, info, repeat, json_path=None, width=45):
-    """Time the rows in interleaved rounds; print each with its ratio to its baseline row."""
+def run_table(rows, info, repeat, json_path=None, width=45, shuffle=True):
+    """Time the rows in interleaved rounds (shuffled: timeit_rounds); print each with its ratio to
+    its baseline row."""
     results, by_name = [], {}
     group = None
-    timings = timeit_rounds([r[2] for r in rows], repeat, shuffle=True)
+    timings = timeit_rounds([r[2] for r in rows], repeat, shuffle=shuffle)
     for (grp, name, fn, base, mb), (best, med) in zip(rows, timings):
         by_name[(grp, name)] = med
         base_med, used = baseline_of(by_name, grp, base)
