@@ -46,8 +46,8 @@ def timeit_rounds(fns, repeat, shuffle=False):
     shuffle: each round in another order (the same orders every run: a fixed seed), so that no
     function always runs right after the same one.  What ran just before a call changes its time:
     accumulate() on the log takes 15-20 % longer right after the msgspec or json.loads loop (which
-    make and free some 100,000 objects and leave the caches to them) than right after itself, and
-    in the tables' order the same function always came after the same one."""
+    make and free tens of thousands of objects and leave the caches to them) than right after
+    itself, and in the tables' own order the same function always came after the same one."""
     for fn in fns:
         fn()  # warm-up
     times = [[] for _ in fns]

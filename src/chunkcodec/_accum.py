@@ -1634,8 +1634,8 @@ class AccumulatorBase:
             self._take(items)
 
     def _decoder_feed(self, dec: Any, data: Any) -> Any:
-        """dec.feed(data): what the decoder could not give this accumulator itself (the native
-        path's calls its own decoder's feed in C: _core._AccumulatorBase)."""
+        """dec.feed(data): the chunks the decoder did not hand this accumulator itself.  (The
+        native path's accumulator calls its own decoder's feed in C: _core._AccumulatorBase.)"""
         return dec.feed(data)
 
     def _make_decoder(self) -> Any:

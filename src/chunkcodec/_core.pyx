@@ -291,7 +291,6 @@ cdef inline void _set_raw(object chunk, object raw) except *:
     PyObject_GenericSetDict(chunk, {"_raw": raw}, NULL)
 
 
-
 cdef object _decode_finish_light = _accum.decode_finish_light
 cdef object _light_fields = _accum.light_fields
 cdef tuple _FINISH_PREFIXES = _accum.FINISH_PREFIXES
