@@ -110,6 +110,23 @@ def test_accumulate_out_of_memory_at_each_allocation(framing):
     assert op() == want        # and nothing is left armed
 
 
+def test_accumulate_out_of_memory_as_the_route_table_grows_past_512():
+    """1,500 runs in flight grow the route table to 2,048 slots, whose memory is mapped
+    and kept for the next table (accum.c's big_calloc; each call here gets the tables the one
+    before left): each of those allocations failing in turn gives the same answer or MemoryError."""
+    from test_accumulate_rules import _runs_in_flight
+    data = _runs_in_flight(1500, 12, seed=3)
+
+    def op():
+        return _view(chunkcodec.accumulate(data))
+
+    made, want = _allocations(op)
+    assert made >= 6           # the table and its heads at 16, 512 and 2,048 slots
+    raised = _each_failing(op, want, made)
+    assert raised >= 1         # the first table: no decoder without it
+    assert op() == want
+
+
 def test_an_accumulator_under_way_does_without_what_it_cannot_allocate():
     """Once an accumulator has its route table, what its C loop allocates is cache: routes for
     more runs and parts, run and part ids held out of line, kept frame heads.  Out of memory for

@@ -268,3 +268,4 @@ cdef extern from "chunkcodec/accum.h":
     enum:
         CC_ROUTE_BITS_MIN
         CC_ROUTE_BITS_MAX
+        CC_ROUTE_BITS_BIG

@@ -25,10 +25,13 @@ typedef struct cc_dbuf {
 int cc_dbuf_append(cc_dbuf *b, const cc_str_t *s);
 
 /* A decoder's route table starts with 1 << CC_ROUTE_BITS_MIN slots (most streams have a part or
- * two open at a time) and the caller grows it, up to 1 << CC_ROUTE_BITS_MAX, when a live route
- * has to make way (a log interleaving many runs). */
+ * two open at a time).  The caller grows it to 1 << CC_ROUTE_BITS_BIG when a live route has to
+ * make way (a log interleaving many runs), or at once for a big feed; past that, to
+ * 1 << CC_ROUTE_BITS_MAX only when routes keep making way (hundreds of runs in flight at once:
+ * 400 runs of long texts routed a fifth of their deltas through Python at 512 slots). */
 #define CC_ROUTE_BITS_MIN 4
-#define CC_ROUTE_BITS_MAX 9
+#define CC_ROUTE_BITS_BIG 9
+#define CC_ROUTE_BITS_MAX 11
 #define CC_ROUTE_KEY 80         /* runId and id bytes together, kept in the route itself ... */
 #define CC_ROUTE_KEY_MAX 1024   /* ... or up to this many in ext (a UUID and an OpenAI item id:
                                  * 88); longer pairs are not stored */
@@ -99,7 +102,7 @@ typedef struct cc_routes {
     uint64_t evicted;   /* live routes cc_route_put has made way for since the table was made */
     cc_prefix_cache heads;   /* as many sets (two heads each) as the table has: as many heads as routes,
                               * 208 bytes a head (twice as many sets of 192-byte heads took 196 KB
-                              * at the largest table, allocated afresh on every growth: its page
+                              * at 512 routes, allocated afresh on every growth: its page
                               * faults cost a 40-run log's accumulate about 6 %; and 328-byte heads,
                               * the longest inline, made it 5 % slower than 192-byte ones) */
 } cc_routes;
