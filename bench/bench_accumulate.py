@@ -90,6 +90,11 @@ def cases(runs: int, deltas: int):
     short = gen.framed(gen.interleaved(300, 12), "ndjson")
     assert B.chunkcodec_answer(chunkcodec.accumulate(short)) == B.baseline_answer(B.msgspec_ndjson(short))
     rows += ms_group("300 short runs, 12 deltas each (NDJSON)", short)
+    # Many runs in flight: 200 runs of the log's shape, all open at once (a busy service's log), so
+    # that the parts being written outnumber a 512-slot route table.
+    many = gen.framed(gen.interleaved(200, deltas), "ndjson")
+    assert B.chunkcodec_answer(chunkcodec.accumulate(many)) == B.baseline_answer(B.msgspec_ndjson(many))
+    rows += ms_group("200 runs in flight at once (NDJSON)", many)
     # Long runs: 10 of 20 steps, each step-finish frame carrying the run's history so far, so those
     # frames are 93 % of the bytes and each repeats most of the one before (gen.long_run_frames).
     long = gen.framed(gen.interleaved(10, 60, 7, steps=20), "ndjson")
