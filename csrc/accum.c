@@ -142,99 +142,10 @@ ptrdiff_t cc_route_put(cc_routes *t, int type, const char *run, size_t run_len, 
     return (ptrdiff_t)i;
 }
 
-/* ---- Big tables' memory, kept for the next -------------------------------------------------
- * A route table past CC_ROUTE_BITS_BIG bits and its heads take 256 and 417 KB (a bulk indexer's
- * heads: 208 KB).  From malloc, a block that big is fresh pages each time, and each call that grew
- * such a table paid a page fault per 4 KB of it: accumulate() of a log of 120 runs in flight, 233
- * faults a call, 8 % slower than with no table past 512 routes (a first try).  So blocks of
- * BIG_MIN bytes and more are mapped here, outside malloc's heap, and the last BIG_KEEP freed are
- * kept and handed out again, zeroed, to a table that fits in one: at most 2.5 MB stay with the
- * process, after logs of hundreds of runs in flight.  A block starts with its size (big_head).
- * Under a spin lock: the bulk indexer's threads make heads too.  Where there is no mmap or no GCC
- * atomics, calloc and free as for any other block. */
-#define BIG_MIN ((size_t)128 << 10)
-#define BIG_KEEP 6
-#if (defined(__unix__) || defined(__APPLE__)) && (defined(__GNUC__) || defined(__clang__))
-#include <sys/mman.h>
-#define BIG_KEEPS 1
-typedef struct big_head { size_t cap, pad; } big_head;   /* (16 bytes: the table stays aligned) */
-static struct { big_head *b[BIG_KEEP]; char lock; } big_kept;
-#define BIG_LOCK() while (__atomic_test_and_set(&big_kept.lock, __ATOMIC_ACQUIRE)) {}
-#define BIG_UNLOCK() __atomic_clear(&big_kept.lock, __ATOMIC_RELEASE)
-
-static void big_unmap(big_head *h) {
-    if (h) munmap(h, sizeof(big_head) + h->cap);
-}
-#else
-#define BIG_KEEPS 0
-#endif
-
-/* n zeroed bytes, or NULL (through cc_alloc_fails, kept block or not). */
-static void *big_calloc(size_t n) {
-    if (!BIG_KEEPS || n < BIG_MIN) return cc_calloc(1, n);
-#if BIG_KEEPS
-    if (cc_alloc_fails()) return NULL;
-    big_head *h = NULL;
-    int best = -1;
-    BIG_LOCK();
-    for (int i = 0; i < BIG_KEEP; i++)              /* the smallest kept block that fits */
-        if (big_kept.b[i] && big_kept.b[i]->cap >= n && (best < 0 || big_kept.b[i]->cap < big_kept.b[best]->cap))
-            best = i;
-    if (best >= 0) {
-        h = big_kept.b[best];
-        big_kept.b[best] = NULL;
-    }
-    BIG_UNLOCK();
-    if (h) {
-        memset(h + 1, 0, n);
-        return h + 1;
-    }
-    h = mmap(NULL, sizeof(big_head) + n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (h == MAP_FAILED) return NULL;               /* (its pages are zeros) */
-    h->cap = n;
-    return h + 1;
-#endif
-}
-
-/* Free what big_calloc(n) gave: kept, in an empty place, or in place of the smallest kept block
- * when it is bigger. */
-static void big_free(void *p, size_t n) {
-    if (!BIG_KEEPS || n < BIG_MIN) {
-        free(p);
-        return;
-    }
-#if BIG_KEEPS
-    if (p == NULL) return;
-    big_head *h = (big_head *)p - 1, *drop = h;
-    int at = -1;
-    BIG_LOCK();
-    for (int i = 0; i < BIG_KEEP && at < 0; i++)
-        if (!big_kept.b[i]) at = i;
-    if (at < 0) {
-        at = 0;
-        for (int i = 1; i < BIG_KEEP; i++)
-            if (big_kept.b[i]->cap < big_kept.b[at]->cap) at = i;
-    }
-    if (!big_kept.b[at] || big_kept.b[at]->cap < h->cap) {
-        drop = big_kept.b[at];
-        big_kept.b[at] = h;
-    }
-    BIG_UNLOCK();
-    big_unmap(drop);
-#endif
-}
-
-/* The bytes of a prefix cache's block, and of a route table's. */
-static size_t heads_bytes(unsigned bits) {
-    size_t sets = (size_t)1 << bits;
-    return 2 * sets * sizeof(cc_prefix) + sets;
-}
-static size_t routes_bytes(unsigned bits) { return ((size_t)1 << bits) * sizeof(cc_route); }
-
 int cc_prefix_cache_init(cc_prefix_cache *c, unsigned bits) {
     size_t sets = (size_t)1 << bits;
     /* one block: the slots, then the per-set bytes */
-    c->slot = big_calloc(heads_bytes(bits));
+    c->slot = cc_calloc(1, 2 * sets * sizeof(cc_prefix) + sets);
     c->older = c->slot ? (uint8_t *)(c->slot + 2 * sets) : NULL;
     c->bits = bits;
     return c->slot != NULL;
@@ -243,7 +154,7 @@ int cc_prefix_cache_init(cc_prefix_cache *c, unsigned bits) {
 void cc_prefix_cache_free(cc_prefix_cache *c) {
     if (c->slot)
         for (size_t i = 0, n = (size_t)2 << c->bits; i < n; i++) free(c->slot[i].ext);
-    big_free(c->slot, heads_bytes(c->bits));
+    free(c->slot);
     c->slot = NULL;
     c->older = NULL;
 }
@@ -254,7 +165,7 @@ int cc_routes_init(cc_routes *t, unsigned bits) {
     t->evicted = 0;
     t->heads.slot = NULL;
     t->heads.older = NULL;
-    t->slot = big_calloc(routes_bytes(bits));
+    t->slot = cc_calloc((size_t)1 << bits, sizeof(cc_route));
     if (!t->slot || !cc_prefix_cache_init(&t->heads, bits - 1)) {
         cc_routes_free(t);
         return 0;
@@ -265,7 +176,7 @@ int cc_routes_init(cc_routes *t, unsigned bits) {
 void cc_routes_free(cc_routes *t) {
     if (t->slot)
         for (size_t i = 0, n = (size_t)1 << t->bits; i < n; i++) free(t->slot[i].ext);
-    big_free(t->slot, routes_bytes(t->bits));
+    free(t->slot);
     t->slot = NULL;
     cc_prefix_cache_free(&t->heads);
 }

@@ -1636,27 +1636,19 @@ def _runs_in_flight(runs, deltas, seed, word=b"w"):
 def test_the_route_table_grows_past_512_when_routes_keep_making_way(both):
     """Past 512 slots the table grows (to 2,048) only when live routes keep making way, as with
     1,500 runs in flight at once (each delta after the first of a part routed in C again: most of
-    them), not for
-    the odd set that gets a third route in a log of 40 runs.  Such a table's memory is kept for
-    the next one (accumulate() of a log like this paid hundreds of page faults a call for it):
-    a decoder that gets a kept table finds it empty, so a log with the same run and part ids but
-    other texts, right after, reads as on the reference path too."""
+    them), not for the odd set that gets a third route in a log of 40 runs."""
     native, reference = both
     data = _runs_in_flight(1500, 12, seed=3)
     outs, taken = _loop_taken(both, data, lambda acc: {r.run_id: r.text for r in acc.results().values()})
     assert outs[0]["run-00007"] == "".join("w%d " % k for k in range(1, 13))
     acc = native.Accumulator("ndjson")
     acc.feed(data)
-    assert acc._decoder._route_slots > 512
+    assert acc._decoder._route_slots == 2048
     # of the 16,500 deltas after the first of a part, the C loop took 13,650 (the rest routed
     # again: while the table grew, which forgets the kept heads, and in its sets that still get a
     # third route); with the table held at 512 slots it took 5,668
     assert taken >= 12500, taken
     acc.close()
-    for word in (b"x", b"yy"):       # decoders that get the tables the last ones left
-        again = _runs_in_flight(1500, 12, seed=4, word=word)
-        assert [(r.run_id, r.text) for r in native.accumulate(again)] == \
-            [(r.run_id, r.text) for r in reference.accumulate(again)]
     log = gen.framed(gen.interleaved(40, 300), "ndjson")
     acc = native.Accumulator("ndjson")
     acc.feed(log)
