@@ -1618,9 +1618,9 @@ def test_the_route_table_starts_small_and_grows_while_parts_are_open(both):
         {r.run_id: r.text for r in native.accumulate(big)}
 
 
-def _runs_in_flight(runs, deltas, seed, word=b"w"):
+def _runs_in_flight(runs, deltas, seed):
     """A log of `runs` runs with one text part each, all open at once: their deltas in a random
-    order (each run's in its own order), every delta's text `word` and its number."""
+    order (each run's in its own order), every delta's text "w" and its number."""
     rng = random.Random(seed)
     order = [r for r in range(runs) for _ in range(deltas)]
     rng.shuffle(order)
@@ -1628,8 +1628,8 @@ def _runs_in_flight(runs, deltas, seed, word=b"w"):
     lines = []
     for r in order:
         seen[r] += 1
-        lines.append(b'{"type":"text-delta","runId":"run-%05d","from":"AGENT","payload":{"id":"t","text":"%s%d "}}'
-                     % (r, word, seen[r]))
+        lines.append(b'{"type":"text-delta","runId":"run-%05d","from":"AGENT","payload":{"id":"t","text":"w%d "}}'
+                     % (r, seen[r]))
     return b"\n".join(lines) + b"\n"
 
 

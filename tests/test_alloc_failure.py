@@ -111,9 +111,9 @@ def test_accumulate_out_of_memory_at_each_allocation(framing):
 
 
 def test_accumulate_out_of_memory_as_the_route_table_grows_past_512():
-    """1,500 runs in flight grow the route table past 512 slots, to 2,048: each allocation of the
-    growth failing in turn (the table is a cache: it stays as it is) gives the same answer, and the
-    first table's, MemoryError."""
+    """1,500 runs in flight grow the route table past 512 slots, to 2,048.  Each allocation
+    failing in turn gives the same answer (a table that cannot grow stays as it is: it is a
+    cache), or MemoryError for the first table (no decoder without one)."""
     from test_accumulate_rules import _runs_in_flight
     data = _runs_in_flight(1500, 12, seed=3)
 

@@ -1673,9 +1673,10 @@ cdef class StreamDecoder:
     cdef int _keep_route(self, Py_ssize_t slot, tuple r) except -1:
         """A route just stored in slot (-1: not stored): keep what it leads to, (buffer, run),
         alive beside it, and grow the table if a live route made way for it."""
-        cdef unsigned bits = self._routes.bits
+        cdef unsigned bits
         if slot >= 0:
             self._rkeep[slot] = r
+            bits = self._routes.bits
             if self._routes.evicted and bits < CC_ROUTE_BITS_MAX:
                 if bits < CC_ROUTE_BITS_BIG:
                     self._grow_routes(min(bits + 2, <unsigned>CC_ROUTE_BITS_BIG))
