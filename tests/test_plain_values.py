@@ -82,3 +82,28 @@ def test_cached_short_strings_stay_right_across_many_runs():
         for s in ids:
             got, made_here = _native().plain_value(json.dumps(s).encode())
             assert got == s and made_here
+
+
+# keys alike in their first eight bytes, prefixes of each other, short and at the end of the bytes
+_KEYS = ["inputTokens", "inputTokensX", "inputTok", "inputTo", "total", "totalTokens", "t", "", "raw",
+         "outputTokens", "outputTokenDetails", "k" * 32, "k" * 33, "k" * 31, "café", "日本",
+         # (written into the JSON as they are: escaped spellings of keys)
+         'tot\\u0061l', 'caf\\u00e9', 'a\\"b', 'a\\\\b']
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.sampled_from(_KEYS), st.integers(0, 9)), max_size=6), min_size=1,
+                max_size=6),
+       st.sampled_from([(",", ":"), (", ", ": ")]))
+def test_object_keys_from_their_cache_are_the_keys_read(objs, seps):
+    """The keys _plain_value reads come from a cache of made strings keyed by their bytes (the
+    first eight, then all of them and the closing quote): keys alike in those bytes, keys that
+    are each other's prefixes, escaped spellings of a cached key and keys at the very end of the
+    bytes, read one object after another, are each read as msgspec reads them, and here (a key
+    taken for another would leave the object to msgspec)."""
+    for obj in objs:
+        body = seps[0].join('"%s"%s%d' % (k, seps[1], v) for k, v in obj)
+        assert _check(("{" + body + "}").encode())
+        if obj:
+            k, v = obj[-1]
+            assert _check(('{"%s":%d}' % (k, v)).encode())     # the key 3-10 bytes from the end

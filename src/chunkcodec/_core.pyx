@@ -430,6 +430,57 @@ cdef object _plain_utf8(const char* p, size_t n):
     return _short_str(&cs)
 
 
+cdef extern from *:
+    int __builtin_ctzll(unsigned long long) nogil
+
+
+# The object keys _plain_value reads, by their bytes: usage, providerMetadata and tool arguments
+# repeat a few keys in every frame.  A key whose bytes are those of a slot, then its closing quote,
+# is that slot's str, without scanning it (cc_scan_str) or hashing it for _short_str: the slot's
+# bytes are plain ASCII (no quote, backslash or control byte), so equal bytes are the same key.
+# A slot per hash of the key's first eight bytes (those before its quote when it is shorter); a new
+# key takes the slot over.
+DEF _KEY_SLOTS = 512
+DEF _KEY_BITS = 9
+DEF _KEY_MAX = 32
+cdef struct _KeySlot:
+    size_t len
+    char bytes[_KEY_MAX]
+    PyObject* s
+cdef _KeySlot _keys[_KEY_SLOTS]
+
+
+cdef object _plain_key(const char* p, size_t n, size_t* close):
+    """The str of the object key at p (just past its opening quote, n bytes there), *close the
+    offset of its closing quote; None when cc_scan_str refuses it."""
+    cdef uint64_t w = 0, q, m
+    cdef size_t h = 0, k
+    cdef _KeySlot* slot = NULL
+    cdef cc_str_t cs
+    if n >= 8:
+        memcpy(&w, p, 8)
+        q = w ^ 0x2222222222222222ULL               # a zero byte where p has a quote
+        m = (q - 0x0101010101010101ULL) & ~q & 0x8080808080808080ULL   # (its lowest bit: the first)
+        if m:
+            w &= (1ULL << (__builtin_ctzll(m) & ~7)) - 1    # the key's bytes before its quote
+        h = <size_t>((w * 0x9E3779B97F4A7C15ULL) >> (64 - _KEY_BITS))
+        slot = &_keys[h]
+        k = slot.len
+        if slot.s != NULL and k < n and p[k] == b'"' and memcmp(p, slot.bytes, k) == 0:
+            close[0] = k
+            return <object>slot.s
+    if cc_scan_str(p, n, close, &cs) != CC_OK:
+        return None
+    key = _short_str(&cs)
+    if slot != NULL and cs.flags == 0 and cs.maxchar < 0x80 and cs.len <= _KEY_MAX and cs.len == close[0]:
+        Py_XDECREF(slot.s)
+        Py_INCREF(key)
+        slot.s = <PyObject*>key
+        slot.len = cs.len
+        memcpy(slot.bytes, cs.p, cs.len)
+    return key
+
+
 cdef inline size_t _skip_ws(const char* p, size_t n, size_t i) noexcept:
     while i < n and (p[i] == b' ' or p[i] == b'\n' or p[i] == b'\r' or p[i] == b'\t'):
         i += 1
@@ -465,9 +516,11 @@ cdef object _plain_value(const char* p, size_t n, size_t* at, int depth=0):
             at[0] = i + 1
             return d
         while True:
-            if i >= n or p[i] != b'"' or cc_scan_str(p + i + 1, n - i - 1, &close, &cs) != CC_OK:
+            if i >= n or p[i] != b'"':
                 return _NOT_PLAIN
-            key = _short_str(&cs)
+            key = _plain_key(p + i + 1, n - i - 1, &close)
+            if key is None:
+                return _NOT_PLAIN
             i = _skip_ws(p, n, i + 2 + close)
             if i >= n or p[i] != b':':
                 return _NOT_PLAIN
