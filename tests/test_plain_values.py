@@ -86,7 +86,7 @@ def test_cached_short_strings_stay_right_across_many_runs():
 
 # keys alike in their first eight bytes, prefixes of each other, short and at the end of the bytes
 _KEYS = ["inputTokens", "inputTokensX", "inputTok", "inputTo", "total", "totalTokens", "t", "", "raw",
-         "outputTokens", "outputTokenDetails", "k" * 32, "k" * 33, "k" * 31, "café", "日本",
+         "outputTokens", "outputTokenDetails", "k" * 40, "k" * 41, "k" * 39, "café", "日本",
          # (written into the JSON as they are: escaped spellings of keys)
          'tot\\u0061l', 'caf\\u00e9', 'a\\"b', 'a\\\\b']
 

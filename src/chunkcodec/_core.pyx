@@ -438,16 +438,11 @@ cdef extern from *:
 # repeat a few keys in every frame.  A key whose bytes are those of a slot, then its closing quote,
 # is that slot's str, without scanning it (cc_scan_str) or hashing it for _short_str: the slot's
 # bytes are plain ASCII (no quote, backslash or control byte), so equal bytes are the same key.
-# A slot per hash of the key's first eight bytes (those before its quote when it is shorter); a new
-# key takes the slot over.
+# A slot (as _short_str's) per hash of the key's first eight bytes (those before its quote when it
+# is shorter); a new key takes the slot over.
 DEF _KEY_SLOTS = 512
 DEF _KEY_BITS = 9
-DEF _KEY_MAX = 32
-cdef struct _KeySlot:
-    size_t len
-    char bytes[_KEY_MAX]
-    PyObject* s
-cdef _KeySlot _keys[_KEY_SLOTS]
+cdef _StrSlot _keys[_KEY_SLOTS]
 
 
 cdef object _plain_key(const char* p, size_t n, size_t* close):
@@ -455,7 +450,7 @@ cdef object _plain_key(const char* p, size_t n, size_t* close):
     offset of its closing quote; None when cc_scan_str refuses it."""
     cdef uint64_t w = 0, q, m
     cdef size_t h = 0, k
-    cdef _KeySlot* slot = NULL
+    cdef _StrSlot* slot = NULL
     cdef cc_str_t cs
     if n >= 8:
         memcpy(&w, p, 8)
@@ -472,7 +467,7 @@ cdef object _plain_key(const char* p, size_t n, size_t* close):
     if cc_scan_str(p, n, close, &cs) != CC_OK:
         return None
     key = _short_str(&cs)
-    if slot != NULL and cs.flags == 0 and cs.maxchar < 0x80 and cs.len <= _KEY_MAX and cs.len == close[0]:
+    if slot != NULL and cs.flags == 0 and cs.maxchar < 0x80 and cs.len <= _STR_MAX:
         Py_XDECREF(slot.s)
         Py_INCREF(key)
         slot.s = <PyObject*>key
