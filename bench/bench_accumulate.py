@@ -4,6 +4,7 @@
     python bench/bench_accumulate.py --breakdown     # where chunkcodec.accumulate spends its time
     python bench/bench_accumulate.py --kinds         # what each kind of frame costs it
     python bench/bench_accumulate.py --loop 20       # 20 calls in a row, the collector left to itself
+    python bench/bench_accumulate.py --batches 10    # and the log ten times over (26 MB), as a log miner reads
     python bench/bench_instructions.py --bench accumulate   # the same table in CPU instructions
 
 The log interleaves --runs agent runs frame by frame (bench/gen.py: Mastra-shaped runs whose
@@ -49,7 +50,7 @@ def _one_stream(pieces: list):
     return acc.result()
 
 
-def cases(runs: int, deltas: int):
+def cases(runs: int, deltas: int, batches: int = 0):
     frames = gen.interleaved(runs, deltas)
     nd = gen.framed(frames, "ndjson")
     sse = gen.framed(frames, "sse")
@@ -73,12 +74,19 @@ def cases(runs: int, deltas: int):
         ("NDJSON log", "chunkcodec.accumulate vs msgspec", lambda: chunkcodec.accumulate(nd), MS_ND, mb),
         ("NDJSON log", "chunkcodec.accumulate vs json.loads", lambda: chunkcodec.accumulate(nd), JSON_ND, mb),
     ]
-    def ms_group(group, data):
-        """A group of an NDJSON log: the msgspec loop both ways, and accumulate() against them."""
+    def ms_group(group, data, with_json=False):
+        """A group of an NDJSON log: the msgspec loop both ways, and accumulate() against them
+        (with_json: the json.loads loop too, and accumulate() read against it as well)."""
         mb = len(data) / 1e6
-        return [(group, "msgspec minimal union, decode_lines", lambda: B.msgspec_ndjson(data), None, mb),
-                (group, "msgspec minimal union, collector paused", lambda: ms_nd_paused(data), None, mb),
-                (group, "chunkcodec.accumulate", lambda: chunkcodec.accumulate(data), MS_ND, mb)]
+        rows = [(group, "msgspec minimal union, decode_lines", lambda: B.msgspec_ndjson(data), None, mb),
+                (group, "msgspec minimal union, collector paused", lambda: ms_nd_paused(data), None, mb)]
+        if not with_json:
+            return rows + [(group, "chunkcodec.accumulate", lambda: chunkcodec.accumulate(data), MS_ND, mb)]
+        return rows + [
+            (group, "json.loads loop", lambda: B.json_ndjson(data), None, mb),
+            (group, "json.loads loop, collector paused", lambda: json_nd_paused(data), None, mb),
+            (group, "chunkcodec.accumulate vs msgspec", lambda: chunkcodec.accumulate(data), MS_ND, mb),
+            (group, "chunkcodec.accumulate vs json.loads", lambda: chunkcodec.accumulate(data), JSON_ND, mb)]
 
     # The same log with only its delta frames: where the C path does all the work.
     dl = gen.framed([f for f in frames if b'-delta"' in f[:30]], "ndjson")
@@ -100,6 +108,19 @@ def cases(runs: int, deltas: int):
     long = gen.framed(gen.interleaved(10, 60, 7, steps=20), "ndjson")
     assert B.chunkcodec_answer(chunkcodec.accumulate(long)) == B.baseline_answer(B.msgspec_ndjson(long))
     rows += ms_group("10 long runs, 20 steps each (NDJSON)", long)
+    # --batches N: the log N times over, N batches of --runs runs, each batch interleaved as the log
+    # is and written after the one before (a long log of a server that handles that many runs at
+    # a time).  Whether the ratios of the log's rows, single calls on 2.6 MB timed right after
+    # other loops, hold for a call N times as long, as a log miner's is.  Not in the table by
+    # default: its loops (the json.loads one takes some 0.4 s on ten batches) leave the caches
+    # to the rows after them otherwise than the table's own do, and the README's sittings are read
+    # without them.
+    if batches:
+        data = gen.framed([f for k in range(batches) for f in gen.interleaved(runs, deltas, seed=100 + k)], "ndjson")
+        out = chunkcodec.accumulate(data)
+        assert len(out) == batches * runs and B.chunkcodec_answer(out) == B.baseline_answer(B.msgspec_ndjson(data))
+        rows += ms_group(f"the log {batches} times over: {batches} batches of {runs} runs (NDJSON)", data,
+                         with_json=True)
     # One stream at a time, as a service consuming agents sees them: each of 300 short runs is an
     # SSE body of its own, read by an Accumulator of its own (what a stream costs to set up counts).
     bodies = [gen.framed(gen.run_frames(random.Random(k), 12), "sse") for k in range(300)]
@@ -281,6 +302,8 @@ def main(argv=None):
                     help="instead of the table: each contender called CALLS times in a row, the last "
                          "--keep results kept, the collector left to itself (see loop_cases)")
     ap.add_argument("--keep", type=int, default=3)
+    ap.add_argument("--batches", type=int, default=0, metavar="N",
+                    help="add a group: the log N times over, in N batches of --runs runs (see cases)")
     ap.add_argument("--fixed-order", action="store_true",
                     help="each round in the rows' own order, as until stop 54 (see timeit_rounds)")
     add_only_options(ap)
@@ -301,7 +324,7 @@ def main(argv=None):
               f"chunkcodec path: {info['implementation']}")
         run_table(rows, info, args.repeat, args.json, width=48, shuffle=not args.fixed_order)
         return
-    rows, info = cases(args.runs, args.deltas)
+    rows, info = cases(args.runs, args.deltas, args.batches)
     if args.only:
         run_only(ap, rows, args.only, args.loops)
         return
