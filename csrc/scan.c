@@ -1236,19 +1236,34 @@ static size_t memo_value(const cc_fin_memo_t *memo, int level, const unsigned ch
     return ck_walk(&c, p, v0, n, 0, 0);
 }
 
+/* Whether a key's kl bytes hold a backslash or a non-ASCII byte: 8 at a time (the last word
+ * overlapping the one before), a byte at a time when shorter. */
+SKIP_INLINE int key_escaped_or_high(const unsigned char *k, size_t kl) {
+    if (kl >= 8) {
+        uint64_t acc = 0;
+        for (size_t j = 0;; j += 8) {
+            if (j + 8 > kl) j = kl - 8;
+            uint64_t w = load64((const char *)k + j), x = w ^ 0x5C5C5C5C5C5C5C5Cull;
+            acc |= w | ((x - 0x0101010101010101ull) & ~x);     /* a high bit: >= 0x80, or a backslash */
+            if (j + 8 >= kl) break;
+        }
+        return (acc & 0x8080808080808080ull) != 0;
+    }
+    for (size_t j = 0; j < kl; j++)
+        if (k[j] == '\\' || k[j] >= 0x80) return 1;
+    return 0;
+}
+
 static size_t fin_member(void *vctx, const unsigned char *p, size_t k0, size_t kl, size_t v0, size_t n) {
     fin_ctx *c = vctx;
     cc_finish_t *out = c->out;
     fin_shared *sh = c->sh;
     size_t i = v0;
     int slot = -2;
-    for (size_t j = 0; j < kl; j++) {               /* it might read as one of ours */
-        if (p[k0 + j] == '\\' || p[k0 + j] >= 0x80) {
-            if (!c->whole) return 0;
-            *c->whole = 1;                          /* (stepResult, metadata: decoded whole) */
-            slot = -1;
-            break;
-        }
+    if (key_escaped_or_high(p + k0, kl)) {          /* it might read as one of ours */
+        if (!c->whole) return 0;
+        *c->whole = 1;                              /* (stepResult, metadata: decoded whole) */
+        slot = -1;
     }
     if (slot == -2) slot = fin_key(c->level, (const char *)p + k0, kl);
     if (slot >= 0 && slot < FK_SR_REASON) {

@@ -1950,6 +1950,12 @@ FINISH_EDGES = [
     (_FIN % '"output":{"usage":{"n":1e999}}', False),                      # out of range: msgspec's way
     (_FIN % '"metadata":{},"metadata":{}', False),                         # duplicate key
     (_FIN % '"meta\\u0064ata":{"id":"m"}', False),                         # escaped key
+    # (keys are checked for escapes and non-ASCII 8 bytes at a time, the last word overlapping)
+    (_FIN % '"metadat\\u0061":{"id":"m"}', False),                         # its escape in the last word
+    (_FIN % '"metadaté":{"id":"m"},"metadata":{"id":"m2"}', False),        # non-ASCII in the last word
+    (_FIN % '"stepResult":{"reason":"stop","finishRe\\u0061son":"x"}', True),   # decoded whole
+    (_FIN % '"stepResult":{"reason":"stop","isContinuedé":1}', True),
+    (_FIN % '"stepResult":{"reason":"stop","isContinued":false,"abcdefgh":1}', True),
     ('{"type":"finish","payload":[]}', False),                              # payload neither object nor null
     (_FIN % '"output":"x"', False),
     (_FIN % ('"messages":' + "[" * 70 + "]" * 70), False),                 # deeper than the reader goes
