@@ -48,6 +48,7 @@ _USAGE_KEYS = _PRIMARY + _DETAIL
 _UPDATE_ORDER = _USAGE_KEYS + ("raw",)
 _UPDATE_INDEX = {k: i for i, k in enumerate(_UPDATE_ORDER)}
 _RAW = _UPDATE_INDEX["raw"]
+_ABSENT = object()   # (a dict lookup's default: no such key)
 
 
 def _v(x: Any) -> Any:
@@ -543,43 +544,41 @@ class _Run:
             i = _UPDATE_INDEX.get(k, -1)
             if i < 0:
                 continue
-            if k not in u:
+            cur = u.get(k, _ABSENT)     # (one lookup: the counter, or none yet)
+            if cur is _ABSENT:
                 if fresh is None:
                     fresh = []
-                fresh.append((i, k))
+                fresh.append((i, k, v))
             elif i == _RAW:
                 u[k] = v
-            else:
-                cur = u[k]
-                if (type(v) is int or type(v) is float) and (type(cur) is int or type(cur) is float):
-                    u[k] = cur + v
-                else:   # (null, a boolean, a string...: as JavaScript adds them)
-                    u[k] = _js_add(cur, v)
+            elif (type(v) is int or type(v) is float) and (type(cur) is int or type(cur) is float):
+                u[k] = cur + v
+            else:   # (null, a boolean, a string...: as JavaScript adds them)
+                u[k] = _js_add(cur, v)
         if fresh is not None:
-            self._fresh_usage(fresh, usage, True)
+            self._fresh_usage(fresh, True)
 
-    def _fresh_usage(self, fresh: list, usage: dict, add: bool) -> None:
-        """Counters (and raw) the run has not had yet, (place in _UPDATE_ORDER, key), from a step's
-        usage (add) or a finish's: they take their places in the order Mastra reads them."""
+    def _fresh_usage(self, fresh: list, add: bool) -> None:
+        """Counters (and raw) the run has not had yet, (place in _UPDATE_ORDER, key, value), from a
+        step's usage (add) or a finish's: they take their places in the order Mastra reads them."""
         u = self.u
         if len(fresh) > 1:
             prev = -1
             for e in fresh:     # (as a rule they come in that order already)
                 if e[0] < prev:
-                    fresh.sort()
+                    fresh.sort()    # (by place alone: each key has its own)
                     break
                 prev = e[0]
         for e in fresh:
             i = e[0]
-            k = e[1]
-            v = usage[k]
+            v = e[2]
             if add and i != _RAW and type(v) is not int and type(v) is not float:
                 v = _js_add(0, v)       # ((undefined ?? 0) + v)
             if i < self.u_max:
                 self.u_sorted = False
             else:
                 self.u_max = i
-            u[k] = v
+            u[e[1]] = v
 
     def finish_frame(self, step: bool, f: tuple, trip: Any = UNSET) -> None:
         """A step-finish (step) or finish frame, its fields as pick_finish gives them; trip: the
@@ -618,9 +617,9 @@ class _Run:
                         continue
                     if fresh is None:
                         fresh = []
-                    fresh.append((i, k))
+                    fresh.append((i, k, v))
             if fresh is not None:
-                self._fresh_usage(fresh, usage, False)
+                self._fresh_usage(fresh, False)
         # the run's providerMetadata is the finish's; its last step takes it if it has none
         self.pm = None if pm is UNSET else pm
         if self.pm is not None and len(self.steps) > (0 if self.cut is None else self.cut[2]) \

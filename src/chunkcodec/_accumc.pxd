@@ -62,7 +62,7 @@ cdef class _Run:
     @cython.locals(u=dict, fresh=list, i=Py_ssize_t)
     cpdef _add_usage(self, dict usage)
     @cython.locals(u=dict, i=Py_ssize_t, prev=Py_ssize_t, e=tuple)
-    cpdef _fresh_usage(self, list fresh, dict usage, bint add)
+    cpdef _fresh_usage(self, list fresh, bint add)
     cpdef finish_frame(self, bint step, tuple f, trip=*)
     @cython.locals(u=dict, fresh=list, i=Py_ssize_t)
     cpdef finish(self, reason, usage, pm, trip=*)
