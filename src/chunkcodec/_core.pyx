@@ -22,6 +22,7 @@ from libc.stdint cimport uint64_t
 
 from chunkcodec._cdefs cimport *
 from chunkcodec._accumc cimport AccumulatorBase as _Sink, response_ids as _response_ids
+import sys
 import weakref
 
 import msgspec
@@ -445,6 +446,9 @@ DEF _KEY_BITS = 9
 cdef _StrSlot _keys[_KEY_SLOTS]
 
 
+_intern = sys.intern
+
+
 cdef object _plain_key(const char* p, size_t n, size_t* close):
     """The str of the object key at p (just past its opening quote, n bytes there), *close the
     offset of its closing quote; None when cc_scan_str refuses it."""
@@ -468,6 +472,9 @@ cdef object _plain_key(const char* p, size_t n, size_t* close):
         return None
     key = _short_str(&cs)
     if slot != NULL and cs.flags == 0 and cs.maxchar < 0x80 and cs.len <= _STR_MAX:
+        # interned: the same object as the code's own literals ("inputTokens", "reason"...), so
+        # that a dict lookup of a frame's key in a dict keyed by them finds it by identity
+        key = _intern(key)
         Py_XDECREF(slot.s)
         Py_INCREF(key)
         slot.s = <PyObject*>key
