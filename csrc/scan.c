@@ -1439,6 +1439,47 @@ static int env_read_frame(const env_spec *s, const char *buf, size_t len, env_re
            cc_utf8_valid(buf, len);
 }
 
+/* The same frames as Mastra writes them: its keys in its order, no white space.  A template is the
+ * frame's literals (keys and punctuation) with a value after each but the last: its slot, the
+ * depth the walker would skip it at, and whether it must be a string, and which (want: quoted, as
+ * written; NULL: any).  env_template reads a frame that follows it to the letter into r, the same
+ * spans and checks as env_read_frame (the values skipped alike, UTF-8 checked throughout), without
+ * walking its keys; any other frame is 0, for the walker, which reads the keys in any order. */
+typedef struct tpl_step {
+    const char *lit;
+    uint8_t ln;
+    int8_t slot;                /* -1: the last literal, no value after it */
+    uint8_t depth, str;
+    const char *want;
+    uint8_t wn;
+} tpl_step;
+#define TPL(lit, slot, depth, str) {lit, sizeof(lit) - 1, slot, depth, str, NULL, 0}
+#define TPL_WANT(lit, slot, want) {lit, sizeof(lit) - 1, slot, 1, 1, want, sizeof(want) - 1}
+#define TPL_END(lit) {lit, sizeof(lit) - 1, -1, 0, 0, NULL, 0}
+
+static int env_template(const tpl_step *t, unsigned seen, int kind, const char *buf, size_t len, env_read *r) {
+    const unsigned char *p = (const unsigned char *)buf;
+    size_t i = 0;
+    memset(r, 0, sizeof(*r));
+    for (;; t++) {
+        if (len - i < t->ln || !same((const char *)p + i, t->lit, t->ln)) return 0;
+        i += t->ln;
+        if (t->slot < 0) break;
+        size_t v0 = i;
+        if (t->str && (i >= len || p[i] != '"')) return 0;
+        i = skip_value(p, i, len, t->depth, &r->big, NULL);
+        if (!i) return 0;
+        if (t->want && (i - v0 != t->wn || !same((const char *)p + v0, t->want, t->wn))) return 0;
+        r->v[t->slot].p = buf + v0;
+        r->v[t->slot].len = i - v0;
+        r->seen |= 1u << t->slot;
+    }
+    if (i != len || r->big || !cc_utf8_valid(buf, len)) return 0;
+    r->seen |= seen;
+    r->kind = kind;
+    return 1;
+}
+
 /* ---- The step-start reader ---------------------------------------------------------------------
  * A step-start frame carries the request the model was sent (its body can be the whole prompt)
  * and may carry the input messages; accumulation reads only its warnings.  The typed decoder
@@ -1508,10 +1549,20 @@ int cc_frame_hint(const char *buf, size_t len) {
     return CC_HINT_NONE;
 }
 
+/* Mastra's step-start (its request and warnings any values) */
+static const tpl_step ss_mastra[] = {
+    TPL("{\"runId\":", SS_RUN_ID, 1, 1), TPL(",\"from\":", SS_FROM, 1, 1),
+    TPL_WANT(",\"type\":", SS_TYPE, "\"step-start\""), TPL(",\"payload\":{\"request\":", SS_REQUEST, 2, 0),
+    TPL(",\"warnings\":", SS_WARNINGS, 2, 0), TPL(",\"messageId\":", SS_MESSAGE_ID, 2, 1),
+    TPL(",\"startedAt\":", SS_STARTED_AT, 2, 0), TPL_END("}}"),
+};
+
 cc_status cc_scan_step_start(const char *buf, size_t len, cc_step_start_t *out) {
     env_read r;
     memset(out, 0, sizeof(*out));
-    if (!looks_step_start(buf, len) || !env_read_frame(&ss_spec, buf, len, &r) || !ss_small_int(r.v[SS_STARTED_AT]))
+    if (!looks_step_start(buf, len) ||
+        !(env_template(ss_mastra, 1u << SS_PAYLOAD, 1, buf, len, &r) || env_read_frame(&ss_spec, buf, len, &r)) ||
+        !ss_small_int(r.v[SS_STARTED_AT]))
         return CC_NOT_HOT;
     out->type = r.v[SS_TYPE];
     out->run_id = r.v[SS_RUN_ID];
@@ -1544,11 +1595,28 @@ static const env_spec tl_spec = {
     1u << TL_TYPE | 1u << TL_RUN_ID | 1u << TL_FROM | 1u << TL_CALL_ID | 1u << TL_NAME, tl_types, KEYS(tl_types),
 };
 
+/* Mastra's tool-call and tool-result */
+static const tpl_step tl_call_mastra[] = {
+    TPL_WANT("{\"type\":", TL_TYPE, "\"tool-call\""), TPL(",\"runId\":", TL_RUN_ID, 1, 1),
+    TPL(",\"from\":", TL_FROM, 1, 1), TPL(",\"payload\":{\"toolCallId\":", TL_CALL_ID, 2, 1),
+    TPL(",\"toolName\":", TL_NAME, 2, 1), TPL(",\"args\":", TL_ARGS, 2, 0), TPL_END("}}"),
+};
+static const tpl_step tl_result_mastra[] = {
+    TPL_WANT("{\"type\":", TL_TYPE, "\"tool-result\""), TPL(",\"runId\":", TL_RUN_ID, 1, 1),
+    TPL(",\"from\":", TL_FROM, 1, 1), TPL(",\"payload\":{\"args\":", TL_ARGS, 2, 0),
+    TPL(",\"toolCallId\":", TL_CALL_ID, 2, 1), TPL(",\"toolName\":", TL_NAME, 2, 1),
+    TPL(",\"result\":", TL_RESULT, 2, 0), TPL_END("}}"),
+};
+
 cc_status cc_scan_tool(const char *buf, size_t len, cc_tool_t *out) {
     env_read r;
     const unsigned need = 1u << TL_RUN_ID | 1u << TL_CALL_ID | 1u << TL_NAME;
     memset(out, 0, sizeof(*out));
-    if (!env_read_frame(&tl_spec, buf, len, &r) || (r.seen & need) != need ||
+    /* (the two types differ at byte 14: tool-c / tool-r) */
+    const tpl_step *t = len > 14 && buf[14] == 'r' ? tl_result_mastra : tl_call_mastra;
+    if (!(env_template(t, 1u << TL_PAYLOAD, t == tl_call_mastra ? CC_TOOL_CALL : CC_TOOL_RESULT, buf, len, &r) ||
+          env_read_frame(&tl_spec, buf, len, &r)) ||
+        (r.seen & need) != need ||
         (r.kind == CC_TOOL_CALL && (r.seen & (1u << TL_RESULT))))
         return CC_NOT_HOT;
     out->kind = r.kind;

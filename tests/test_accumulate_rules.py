@@ -1207,6 +1207,19 @@ TOOL_EDGES = [
     (_TOOL_CALL.replace('"toolName"', '"tool\\u004eame"'), False),
     (_TOOL_CALL.replace('"Paris, Île"', '"Paris, \udcff"'), False),                # a 0xFF byte: an error
 ]
+# Mastra's shape is read by a template (its keys in its order), any other by walking the keys:
+# frames that differ from the template at its edges
+TOOL_TEMPLATE_EDGES = [
+    (_TOOL_CALL + " ", True),                                                            # white space after
+    (_TOOL_RESULT.replace('"args":{"city":"Paris"},', '') + "\t", True),
+    (_TOOL_RESULT.replace('"sunny"', '1e400'), False),
+    (_TOOL_CALL.replace('"toolName":"w"', '"toolName":7'), False),
+    (_TOOL_CALL.replace('"tool-call"', '"tool-result"'), True),                        # a result in a call's order
+    (_TOOL_RESULT.replace('"tool-result"', '"tool-call"'), False),                     # a call with a result
+    (_TOOL_CALL.replace('"tool-call"', '"tool-calls"'), False),
+    (_TOOL_CALL.replace('}}}', '}} }'), True),
+    (_TOOL_CALL.replace('}}}', '}}}}'), False),
+]
 
 
 def _tool_frame(edge, run, call):
@@ -1219,14 +1232,14 @@ def test_tool_frames_read_in_c_equal_the_typed_decoder(both):
     makes, of the same class, and it must take nothing that decoder refuses or reads another
     way: on edge cases, and on randomly corrupted frames."""
     impl = both[0].impl
-    for edge, taken in TOOL_EDGES:
+    for edge, taken in TOOL_EDGES + TOOL_TEMPLATE_EDGES:
         f = _tool_frame(edge, "r", "c")
         got = impl.tool_chunk(f)
         assert (got is not None) == taken, f
         if taken:
             want = impl.decode(f)
             assert got == want and type(got) is type(want), f
-    frames = [_tool_frame(e, "r%d" % i, "c%d" % i) for i, (e, ok) in enumerate(TOOL_EDGES) if ok]
+    frames = [_tool_frame(e, "r%d" % i, "c%d" % i) for i, (e, ok) in enumerate(TOOL_EDGES + TOOL_TEMPLATE_EDGES) if ok]
     rng = random.Random(9)
     counts = [0, 0]
     for _ in range(300):
@@ -2476,6 +2489,17 @@ STEP_START_EDGES = [
     ('{"type":"step-starts","payload":{}}', False),
     ('{"type":"text-start","payload":{"id":"step-start"}}', False),
     ('{"type":"step-start","payload":{}} x', False),
+    # Mastra's shape (read by a template), at its edges
+    (_SS % '"request":{"t":1e999},"warnings":[],"messageId":"m1","startedAt":1', False),
+    (_SS % '"request":{},"warnings":[],"messageId":"\\ud800","startedAt":1', False),
+    (_SS % '"request":{},"warnings":[],"messageId":7,"startedAt":1', False),
+    (_SS % '"request":{},"warnings":[],"messageId":"m1","startedAt":1.0', False),
+    (_SS % '"request":{},"warnings":[],"messageId":"m1","startedAt":01', False),
+    (_SS % '"request":{},"warnings":[],"messageId":"m1","startedAt":1' + " ", True),
+    (_SS % '"request":{},"warnings":{"a":[1,{}]},"messageId":"m\\u00e9","startedAt":-1', True),
+    (_SS.replace('"step-start"', '"step-starts"') % '"request":{},"warnings":[],"messageId":"m1","startedAt":1', False),
+    (_SS.replace('"runId":"r1"', '"runId":1') % '"request":{},"warnings":[],"messageId":"m1","startedAt":1', False),
+    (_SS % '"request":{},"warnings":[],"messageId":"m1","startedAt":1}', False),
 ]
 
 
