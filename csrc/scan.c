@@ -1401,6 +1401,25 @@ typedef struct env_read {
 
 typedef struct env_ctx { const env_spec *s; env_read *r; int payload; } env_ctx;
 
+/* A value of a frame at p[v0] (of slot `slot` of reader s), as the typed decoder would take it: a
+ * string where s says so, skipped at `depth` (checked as it skips), its span kept, and a type the
+ * reader takes: the offset past it, or 0.  (For the walker and the templates alike.) */
+static size_t env_value(const env_spec *s, env_read *r, int slot, const unsigned char *p, size_t v0, size_t n,
+                        int depth) {
+    if (v0 >= n || ((s->strings >> slot & 1) && p[v0] != '"')) return 0;
+    size_t i = skip_value(p, v0, n, depth, &r->big, NULL);
+    if (!i) return 0;
+    r->v[slot].p = (const char *)p + v0;
+    r->v[slot].len = i - v0;
+    if (slot == s->type) {              /* (refused here, a frame of another type is not walked on) */
+        int k = 0;
+        while (k < s->ntypes && !(i - v0 == s->types[k].n && memcmp(p + v0, s->types[k].s, i - v0) == 0)) k++;
+        if (k == s->ntypes) return 0;
+        r->kind = k + 1;
+    }
+    return i;
+}
+
 static size_t env_member(void *vctx, const unsigned char *p, size_t k0, size_t kl, size_t v0, size_t n) {
     env_ctx *c = vctx;
     const env_spec *s = c->s;
@@ -1412,18 +1431,7 @@ static size_t env_member(void *vctx, const unsigned char *p, size_t k0, size_t k
         env_ctx in = {s, r, 1};
         return p[v0] == '{' ? walk_object(p, v0, n, env_member, &in) : 0;
     }
-    if ((s->strings >> slot & 1) && p[v0] != '"') return 0;
-    size_t i = skip_value(p, v0, n, c->payload + 1, &r->big, NULL);
-    if (!i) return 0;
-    r->v[slot].p = (const char *)p + v0;
-    r->v[slot].len = i - v0;
-    if (slot == s->type) {              /* (refused here, a frame of another type is not walked on) */
-        int k = 0;
-        while (k < s->ntypes && !(i - v0 == s->types[k].n && memcmp(p + v0, s->types[k].s, i - v0) == 0)) k++;
-        if (k == s->ntypes) return 0;
-        r->kind = k + 1;
-    }
-    return i;
+    return env_value(s, r, slot, p, v0, n, c->payload + 1);
 }
 
 /* The frame buf[0..len) read by spec s into r: 1 when taken (a type of s's, its payload there,
@@ -1440,24 +1448,21 @@ static int env_read_frame(const env_spec *s, const char *buf, size_t len, env_re
 }
 
 /* The same frames as Mastra writes them: its keys in its order, no white space.  A template is the
- * frame's literals (keys and punctuation) with a value after each but the last: its slot, the
- * depth the walker would skip it at, and whether it must be a string, and which (want: quoted, as
- * written; NULL: any).  env_template reads a frame that follows it to the letter into r, the same
- * spans and checks as env_read_frame (the values skipped alike, UTF-8 checked throughout), without
- * walking its keys; any other frame is 0, for the walker, which reads the keys in any order. */
+ * frame's literals (keys and punctuation) with a value after each but the last, of the slot given;
+ * what that value must be (a string, a type the reader takes) and the depth it is skipped at
+ * (the payload's slots, one more) are the reader's, as for the walker.  env_template reads a frame
+ * that follows its template to the letter into r, the same spans and checks as env_read_frame
+ * (the values by env_value, UTF-8 checked throughout), without walking its keys; any other frame
+ * is 0, for the walker, which reads the keys in any order. */
 typedef struct tpl_step {
     const char *lit;
     uint8_t ln;
     int8_t slot;                /* -1: the last literal, no value after it */
-    uint8_t depth, str;
-    const char *want;
-    uint8_t wn;
 } tpl_step;
-#define TPL(lit, slot, depth, str) {lit, sizeof(lit) - 1, slot, depth, str, NULL, 0}
-#define TPL_WANT(lit, slot, want) {lit, sizeof(lit) - 1, slot, 1, 1, want, sizeof(want) - 1}
-#define TPL_END(lit) {lit, sizeof(lit) - 1, -1, 0, 0, NULL, 0}
+#define TPL(lit, slot) {lit, sizeof(lit) - 1, slot}
+#define TPL_END(lit) {lit, sizeof(lit) - 1, -1}
 
-static int env_template(const tpl_step *t, unsigned seen, int kind, const char *buf, size_t len, env_read *r) {
+static int env_template(const env_spec *s, const tpl_step *t, const char *buf, size_t len, env_read *r) {
     const unsigned char *p = (const unsigned char *)buf;
     size_t i = 0;
     memset(r, 0, sizeof(*r));
@@ -1465,18 +1470,12 @@ static int env_template(const tpl_step *t, unsigned seen, int kind, const char *
         if (len - i < t->ln || !same((const char *)p + i, t->lit, t->ln)) return 0;
         i += t->ln;
         if (t->slot < 0) break;
-        size_t v0 = i;
-        if (t->str && (i >= len || p[i] != '"')) return 0;
-        i = skip_value(p, i, len, t->depth, &r->big, NULL);
+        i = env_value(s, r, t->slot, p, i, len, t->slot >= s->split ? 2 : 1);
         if (!i) return 0;
-        if (t->want && (i - v0 != t->wn || !same((const char *)p + v0, t->want, t->wn))) return 0;
-        r->v[t->slot].p = buf + v0;
-        r->v[t->slot].len = i - v0;
         r->seen |= 1u << t->slot;
     }
-    if (i != len || r->big || !cc_utf8_valid(buf, len)) return 0;
-    r->seen |= seen;
-    r->kind = kind;
+    if (i != len || !r->kind || r->big || !cc_utf8_valid(buf, len)) return 0;
+    r->seen |= 1u << s->payload;
     return 1;
 }
 
@@ -1551,17 +1550,16 @@ int cc_frame_hint(const char *buf, size_t len) {
 
 /* Mastra's step-start (its request and warnings any values) */
 static const tpl_step ss_mastra[] = {
-    TPL("{\"runId\":", SS_RUN_ID, 1, 1), TPL(",\"from\":", SS_FROM, 1, 1),
-    TPL_WANT(",\"type\":", SS_TYPE, "\"step-start\""), TPL(",\"payload\":{\"request\":", SS_REQUEST, 2, 0),
-    TPL(",\"warnings\":", SS_WARNINGS, 2, 0), TPL(",\"messageId\":", SS_MESSAGE_ID, 2, 1),
-    TPL(",\"startedAt\":", SS_STARTED_AT, 2, 0), TPL_END("}}"),
+    TPL("{\"runId\":", SS_RUN_ID), TPL(",\"from\":", SS_FROM), TPL(",\"type\":", SS_TYPE),
+    TPL(",\"payload\":{\"request\":", SS_REQUEST), TPL(",\"warnings\":", SS_WARNINGS),
+    TPL(",\"messageId\":", SS_MESSAGE_ID), TPL(",\"startedAt\":", SS_STARTED_AT), TPL_END("}}"),
 };
 
 cc_status cc_scan_step_start(const char *buf, size_t len, cc_step_start_t *out) {
     env_read r;
     memset(out, 0, sizeof(*out));
     if (!looks_step_start(buf, len) ||
-        !(env_template(ss_mastra, 1u << SS_PAYLOAD, 1, buf, len, &r) || env_read_frame(&ss_spec, buf, len, &r)) ||
+        !(env_template(&ss_spec, ss_mastra, buf, len, &r) || env_read_frame(&ss_spec, buf, len, &r)) ||
         !ss_small_int(r.v[SS_STARTED_AT]))
         return CC_NOT_HOT;
     out->type = r.v[SS_TYPE];
@@ -1597,25 +1595,23 @@ static const env_spec tl_spec = {
 
 /* Mastra's tool-call and tool-result */
 static const tpl_step tl_call_mastra[] = {
-    TPL_WANT("{\"type\":", TL_TYPE, "\"tool-call\""), TPL(",\"runId\":", TL_RUN_ID, 1, 1),
-    TPL(",\"from\":", TL_FROM, 1, 1), TPL(",\"payload\":{\"toolCallId\":", TL_CALL_ID, 2, 1),
-    TPL(",\"toolName\":", TL_NAME, 2, 1), TPL(",\"args\":", TL_ARGS, 2, 0), TPL_END("}}"),
+    TPL("{\"type\":", TL_TYPE), TPL(",\"runId\":", TL_RUN_ID), TPL(",\"from\":", TL_FROM),
+    TPL(",\"payload\":{\"toolCallId\":", TL_CALL_ID), TPL(",\"toolName\":", TL_NAME),
+    TPL(",\"args\":", TL_ARGS), TPL_END("}}"),
 };
 static const tpl_step tl_result_mastra[] = {
-    TPL_WANT("{\"type\":", TL_TYPE, "\"tool-result\""), TPL(",\"runId\":", TL_RUN_ID, 1, 1),
-    TPL(",\"from\":", TL_FROM, 1, 1), TPL(",\"payload\":{\"args\":", TL_ARGS, 2, 0),
-    TPL(",\"toolCallId\":", TL_CALL_ID, 2, 1), TPL(",\"toolName\":", TL_NAME, 2, 1),
-    TPL(",\"result\":", TL_RESULT, 2, 0), TPL_END("}}"),
+    TPL("{\"type\":", TL_TYPE), TPL(",\"runId\":", TL_RUN_ID), TPL(",\"from\":", TL_FROM),
+    TPL(",\"payload\":{\"args\":", TL_ARGS), TPL(",\"toolCallId\":", TL_CALL_ID),
+    TPL(",\"toolName\":", TL_NAME), TPL(",\"result\":", TL_RESULT), TPL_END("}}"),
 };
 
 cc_status cc_scan_tool(const char *buf, size_t len, cc_tool_t *out) {
     env_read r;
     const unsigned need = 1u << TL_RUN_ID | 1u << TL_CALL_ID | 1u << TL_NAME;
     memset(out, 0, sizeof(*out));
-    /* (the two types differ at byte 14: tool-c / tool-r) */
+    /* (Mastra's key order for the frame's type: tool-c / tool-r at byte 14) */
     const tpl_step *t = len > 14 && buf[14] == 'r' ? tl_result_mastra : tl_call_mastra;
-    if (!(env_template(t, 1u << TL_PAYLOAD, t == tl_call_mastra ? CC_TOOL_CALL : CC_TOOL_RESULT, buf, len, &r) ||
-          env_read_frame(&tl_spec, buf, len, &r)) ||
+    if (!(env_template(&tl_spec, t, buf, len, &r) || env_read_frame(&tl_spec, buf, len, &r)) ||
         (r.seen & need) != need ||
         (r.kind == CC_TOOL_CALL && (r.seen & (1u << TL_RESULT))))
         return CC_NOT_HOT;

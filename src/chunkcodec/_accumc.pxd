@@ -153,3 +153,4 @@ cdef dict _TAGS, _HANDLERS
 # the usage keys Mastra reads, by their place in its order (_accum._UPDATE_ORDER)
 cdef dict _UPDATE_INDEX
 cdef Py_ssize_t _RAW
+cdef object _ABSENT     # (_add_usage's lookup default)
