@@ -33,9 +33,11 @@ from bench_codec import add_only_options, implementation, run_only, run_table, t
 
 
 # The baselines of the chunkcodec rows: each one timed with the garbage collector left alone and
-# paused; a row's ratio is to the faster of the two in that run (bench_codec.baseline_of).
+# paused (the json.loads loop written both over bytes lines and over the decoded text, too); a
+# row's ratio is to the fastest of them in that run (bench_codec.baseline_of).
 MS_ND = ("msgspec minimal union, decode_lines", "msgspec minimal union, collector paused")
-JSON_ND = ("json.loads loop", "json.loads loop, collector paused")
+JSON_ND = ("json.loads loop", "json.loads loop, collector paused", "json.loads loop on decoded text",
+           "json.loads loop on decoded text, collector paused")
 MS_SSE = ("split on b'\\n\\n' + msgspec minimal union", "the same, collector paused")
 HTTPX_SSE = ("httpx-sse + json.loads", "httpx-sse + json.loads, collector paused")
 MS_LOOP = ("msgspec minimal union", "msgspec minimal union, collector paused")
@@ -57,6 +59,7 @@ def cases(runs: int, deltas: int, batches: int = 0):
     pieces = [sse[i:i + 16384] for i in range(0, len(sse), 16384)]
     truth = B.baseline_answer(B.msgspec_ndjson(nd))
     assert B.baseline_answer(B.json_ndjson(nd)) == truth
+    assert B.baseline_answer(B.json_ndjson_text(nd)) == truth
     assert B.baseline_answer(B.msgspec_sse(sse)) == truth
     assert B.chunkcodec_answer(chunkcodec.accumulate(nd)) == truth
     assert B.chunkcodec_answer(chunkcodec.accumulate(pieces)) == truth
@@ -66,11 +69,15 @@ def cases(runs: int, deltas: int, batches: int = 0):
     # the faster, by 7-15 % for the msgspec loops on the log, but not in every run for the SSE
     # one) and each chunkcodec row divides by whichever was faster in this run (MS_ND etc.).
     ms_nd_paused, json_nd_paused = B.paused(B.msgspec_ndjson), B.paused(B.json_ndjson)
+    json_text_paused = B.paused(B.json_ndjson_text)
     rows = [
         ("NDJSON log", "msgspec minimal union, decode_lines", lambda: B.msgspec_ndjson(nd), None, mb),
         ("NDJSON log", "msgspec minimal union, collector paused", lambda: ms_nd_paused(nd), None, mb),
         ("NDJSON log", "json.loads loop", lambda: B.json_ndjson(nd), None, mb),
         ("NDJSON log", "json.loads loop, collector paused", lambda: json_nd_paused(nd), None, mb),
+        ("NDJSON log", "json.loads loop on decoded text", lambda: B.json_ndjson_text(nd), None, mb),
+        ("NDJSON log", "json.loads loop on decoded text, collector paused", lambda: json_text_paused(nd),
+         None, mb),
         ("NDJSON log", "chunkcodec.accumulate vs msgspec", lambda: chunkcodec.accumulate(nd), MS_ND, mb),
         ("NDJSON log", "chunkcodec.accumulate vs json.loads", lambda: chunkcodec.accumulate(nd), JSON_ND, mb),
     ]
@@ -85,6 +92,9 @@ def cases(runs: int, deltas: int, batches: int = 0):
         return rows + [
             (group, "json.loads loop", lambda: B.json_ndjson(data), None, mb),
             (group, "json.loads loop, collector paused", lambda: json_nd_paused(data), None, mb),
+            (group, "json.loads loop on decoded text", lambda: B.json_ndjson_text(data), None, mb),
+            (group, "json.loads loop on decoded text, collector paused", lambda: json_text_paused(data),
+             None, mb),
             (group, "chunkcodec.accumulate vs msgspec", lambda: chunkcodec.accumulate(data), MS_ND, mb),
             (group, "chunkcodec.accumulate vs json.loads", lambda: chunkcodec.accumulate(data), JSON_ND, mb)]
 
@@ -322,7 +332,7 @@ def main(argv=None):
         rows, info = loop_cases(args.runs, args.deltas, args.loop, args.keep)
         print(f"data: {info['runs']} interleaved runs; each row: {info['calls']} calls, ms for all of them; "
               f"chunkcodec path: {info['implementation']}")
-        run_table(rows, info, args.repeat, args.json, width=48, shuffle=not args.fixed_order)
+        run_table(rows, info, args.repeat, args.json, width=50, shuffle=not args.fixed_order)
         return
     rows, info = cases(args.runs, args.deltas, args.batches)
     if args.only:
@@ -330,7 +340,7 @@ def main(argv=None):
         return
     print(f"data: {info['runs']} interleaved runs, {info['frames']} frames, {info['ndjson_mb']} MB as NDJSON; "
           f"chunkcodec path: {info['implementation']}")
-    run_table(rows, info, args.repeat, args.json, width=48, shuffle=not args.fixed_order)
+    run_table(rows, info, args.repeat, args.json, width=50, shuffle=not args.fixed_order)
 
 
 if __name__ == "__main__":
