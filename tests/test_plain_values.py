@@ -1,8 +1,9 @@
-"""The values the native finish and step-start readers make themselves (_core._plain_value: usage,
-warnings, providerMetadata...) must be what msgspec decodes from the same bytes, of the same types
-and key order; what it cannot make (floats, long integers, strings it refuses) it leaves to msgspec,
-and bad JSON is msgspec's error.  (The reference path decodes these frames with msgspec alone; the
-corpus and differential tests compare the two paths on whole frames.)"""
+"""The values the native finish, step-start and tool readers make themselves (_core._plain_value:
+usage, warnings, providerMetadata, a tool's args and result...) must be what msgspec decodes from
+the same bytes, of the same types and key order; what it does not make (long integers, floats at
+the edges of the range, strings it refuses) it leaves to msgspec, and bad JSON is msgspec's
+error.  (The reference path decodes these frames with msgspec alone; the corpus and differential
+tests compare the two paths on whole frames.)"""
 
 import json
 
@@ -51,14 +52,55 @@ def test_what_it_makes_itself():
     for data in (b'{"inputTokens":120,"outputTokens":30,"totalTokens":150,'
                  b'"raw":{"inputTokens":{"total":120},"outputTokens":{"total":30,"text":null}}}',
                  b'[]', b'{}', b'[{"type":"other","message":"caf\\u00e9 \\ud83d\\ude00"}]', b'"stop"',
-                 b'{"a":1,"a":[true,false,null]}', b'-0', b'999999999999999999', b'{ "k" : [ 1 , 2 ] }'):
+                 b'{"a":1,"a":[true,false,null]}', b'-0', b'999999999999999999', b'{ "k" : [ 1 , 2 ] }',
+                 # floats (a tool's result, logprobs in providerMetadata)
+                 b'1.5', b'1e3', b'-2.5E-3', b'{"tempC":21.5,"cost":0.0012}', b'1e308', b'-1.25e-300',
+                 b'2.2250738585072014e-308', b'0.10000000000000000555111512312578270212'):
         assert _check(data), data
 
 
 def test_what_it_leaves_to_msgspec():
-    for data in (b'1.5', b'1e3', b'-0.0', b'1000000000000000000', b'[18446744073709551616]',
-                 b'{"cost":0.0012}', b'[' * 70 + b']' * 70):
+    for data in (b'1000000000000000000', b'[18446744073709551616]', b'[' * 70 + b']' * 70,
+                 # zero, subnormal, past the range, or spelled longer than a double needs
+                 b'-0.0', b'0e5', b'1e-400', b'5e-324', b'2.2250738585072009e-308', b'1.7976931348623157e308',
+                 b'0.100000000000000005551115123125782702118'):
         assert not _check(data), data
+    for data in (b'1e400', b'-1.7976931348623159e308'):    # (msgspec: "Number out of range")
+        with pytest.raises(msgspec.ValidationError):
+            msgspec.json.decode(data)
+        with pytest.raises(msgspec.ValidationError):
+            _native().plain_value(data)
+
+
+# JSON numbers with a fraction or an exponent, spelled every way the grammar allows (and
+# shortest-repr doubles, the way JavaScript writes them)
+_mantissas = st.tuples(st.sampled_from(["", "-"]),
+                       st.one_of(st.just("0"), st.from_regex(r"[1-9][0-9]{0,20}", fullmatch=True)),
+                       st.one_of(st.just(""), st.from_regex(r"\.[0-9]{1,25}", fullmatch=True)),
+                       st.one_of(st.just(""), st.from_regex(r"[eE][+-]?[0-9]{1,3}", fullmatch=True)))
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(_mantissas.map("".join), st.floats(allow_nan=False, allow_infinity=False).map(repr)))
+def test_float_spellings_as_msgspec_decodes_them(text):
+    data = text.encode()
+    try:
+        msgspec.json.decode(data)
+    except msgspec.ValidationError:     # (out of range: msgspec's error, as the reader leaves it to it)
+        with pytest.raises(msgspec.ValidationError):
+            _native().plain_value(data)
+        return
+    _check(data)
+    _check(b'{"v":[' + data + b']}')
+
+
+@pytest.mark.parametrize("data", [b'1.', b'.5', b'1.e5', b'1e', b'1e+', b'-.5', b'01.5', b'1.5.2', b'1e5e5',
+                                  b'+1.5', b'1.5x', b'1,5'])
+def test_bad_float_spellings_are_msgspecs_error(data):
+    with pytest.raises(msgspec.DecodeError):
+        msgspec.json.decode(data)
+    with pytest.raises(msgspec.DecodeError):
+        _native().plain_value(data)
 
 
 @pytest.mark.parametrize("data", [b'[1,]', b'{"a":1,}', b'01', b'-', b'[1 2]', b'{"a" 1}', b'tru', b'nul',

@@ -17,6 +17,7 @@ from cpython.object cimport PyObject
 from cpython.mem cimport PyMem_Calloc, PyMem_Free, PyMem_Malloc
 from cpython.ref cimport Py_DECREF, Py_XDECREF
 from cpython.unicode cimport PyUnicode_DecodeUTF8
+from cpython.float cimport PyFloat_FromDouble
 from libc.string cimport memcpy, memcmp, memchr, strlen
 from libc.stdint cimport uint64_t
 
@@ -483,6 +484,62 @@ cdef object _plain_key(const char* p, size_t n, size_t* close):
     return key
 
 
+cdef extern from "Python.h":
+    double PyOS_string_to_double(const char* s, char** endptr, object overflow_exception) except? -1.0
+
+
+# A float _plain_value makes itself has at most this many bytes (a double's shortest spelling
+# has 24 at most); longer spellings, and those whose value is zero, subnormal or near the top of
+# the range, are msgspec's to decide (its "Number out of range", its rounding there).
+DEF _FLOAT_MAX = 40
+
+
+cdef object _plain_float(const char* p, size_t i, size_t k, size_t n, size_t* at):
+    """The JSON number at p[i..] whose integer part (a minus sign and digits, well-formed) ends at
+    p[k] with a `.`, `e` or `E`, as msgspec decodes it: read by Python's correctly rounded
+    strtod, which gives the double msgspec's parse gives (tests/test_plain_values.py compares
+    them); at[0] moved past it.  _NOT_PLAIN when the rest is not JSON's grammar (msgspec's error
+    then), or the value one msgspec might treat otherwise (see _FLOAT_MAX)."""
+    cdef char buf[_FLOAT_MAX + 1]
+    cdef char* end
+    cdef size_t j = k, d
+    cdef double x
+    cdef bint nonzero = False
+    for d in range(i, k):
+        if b'1' <= p[d] <= b'9':
+            nonzero = True
+    if p[j] == b'.':
+        j += 1
+        d = j
+        while j < n and b'0' <= p[j] <= b'9':
+            if p[j] != b'0':
+                nonzero = True
+            j += 1
+        if j == d:
+            return _NOT_PLAIN                   # no digit after the point
+    if j < n and (p[j] == b'e' or p[j] == b'E'):
+        j += 1
+        if j < n and (p[j] == b'+' or p[j] == b'-'):
+            j += 1
+        d = j
+        while j < n and b'0' <= p[j] <= b'9':
+            j += 1
+        if j == d:
+            return _NOT_PLAIN                   # no digit in the exponent
+    if j - i > _FLOAT_MAX or not nonzero:
+        return _NOT_PLAIN
+    memcpy(buf, p + i, j - i)
+    buf[j - i] = 0
+    try:
+        x = PyOS_string_to_double(buf, &end, None)
+    except Exception:
+        return _NOT_PLAIN
+    if end != buf + (j - i) or not (2.2250738585072014e-308 <= abs(x) <= 1e308):
+        return _NOT_PLAIN
+    at[0] = j
+    return PyFloat_FromDouble(x)
+
+
 cdef inline size_t _skip_ws(const char* p, size_t n, size_t i) noexcept:
     while i < n and (p[i] == b' ' or p[i] == b'\n' or p[i] == b'\r' or p[i] == b'\t'):
         i += 1
@@ -491,11 +548,12 @@ cdef inline size_t _skip_ws(const char* p, size_t n, size_t i) noexcept:
 
 cdef object _plain_value(const char* p, size_t n, size_t* at, int depth=0):
     """The JSON value at p[at[0]] on (white space before it skipped), as msgspec decodes it (typed
-    Any), at[0] moved past it; or _NOT_PLAIN for whatever msgspec should decide: a number that is
-    not an integer of up to 18 digits, a string cc_scan_str refuses (bad UTF-8, a lone surrogate,
-    a control byte), nesting past 64 levels, anything not JSON.  The finish and step-start
-    readers' values (usage, warnings, providerMetadata) are small objects of such values: made
-    here, they cost no bytes copy, no call into msgspec and no decoder set-up."""
+    Any), at[0] moved past it; or _NOT_PLAIN for whatever msgspec should decide: an integer of
+    more than 18 digits, a float _plain_float leaves to it, a string cc_scan_str refuses (bad
+    UTF-8, a lone surrogate, a control byte), nesting past 64 levels, anything not JSON.  The
+    finish, step-start and tool readers' values (usage, warnings, providerMetadata, a tool's args
+    and result) are small objects of such values: made here, they cost no bytes copy, no call
+    into msgspec and no decoder set-up."""
     cdef size_t i = _skip_ws(p, n, at[0]), close, k
     cdef cc_str_t cs
     cdef long long v
@@ -571,7 +629,7 @@ cdef object _plain_value(const char* p, size_t n, size_t* at, int depth=0):
         if k == i + neg or (p[i + neg] == b'0' and k > i + neg + 1):
             return _NOT_PLAIN                  # no digit, or a leading zero
         if k < n and (p[k] == b'.' or p[k] == b'e' or p[k] == b'E'):
-            return _NOT_PLAIN                  # a float: msgspec's parse decides its last bit
+            return _plain_float(p, i, k, n, at)
         at[0] = k
         return -v if neg else v
     if n - i >= 4 and memcmp(p + i, b"true", 4) == 0:
@@ -595,7 +653,7 @@ cdef object _plain_span(cc_span_t s):
 
 cdef inline object _span_value(cc_span_t s):
     """The value at a span, as msgspec decodes it (typed Any); UNSET when absent.  Made here when
-    _plain_value can (a string, an object or array of strings, integers, literals), by msgspec
+    _plain_value can (a string, a number, an object or array of such values), by msgspec
     otherwise."""
     if s.p == NULL:
         return _UNSET
