@@ -295,11 +295,13 @@ class _Step:
         self.t1 = self.r1 = -1
         self.calls: list = []       # indices in the run's call_list
         self.results: list = []     # indices in the run's tool_results
-        self.sources: list = []
-        self.files: list = []
-        self.warnings: Any = []
+        # (made at the step's first source or file: most steps have none)
+        self.sources: Optional[list] = None
+        self.files: Optional[list] = None
+        # (set by its step-finish, which is what lists the step in the run's steps)
+        self.warnings: Any = None
         self.reason = None
-        self.usage: dict = {}
+        self.usage: Optional[dict] = None
         self.pm = None
         self.resp_id = self.model_id = None
         self.trip = False           # its step-finish carried a tripwire: its text is ""
@@ -345,9 +347,10 @@ class _Run:
         self.pending = False                   # call_list holds a _PendingCall
         self.tool_args: Dict[str, _ToolArgs] = {}
         self.tool_results: list = []
-        self.tool_errors: list = []
-        self.sources: list = []
-        self.files: list = []
+        # (made at the run's first tool-error, source or file: most runs have none)
+        self.tool_errors: Optional[list] = None
+        self.sources: Optional[list] = None
+        self.files: Optional[list] = None
         # the usage counters (Mastra's #usageCount): the totals, the detail counters and raw, each
         # once some step reported it
         self.u: Dict[str, Any] = {}
@@ -526,7 +529,7 @@ class _Run:
         tool calls and results, sources and files begin anew, and so does what it knows of the
         calls whose arguments are streaming (no call is made at their -end)."""
         self.cut = (len(self.text), len(self.rbuf), len(self.steps), len(self.call_list), len(self.tool_results),
-                    len(self.sources), len(self.files))
+                    len(self.sources) if self.sources else 0, len(self.files) if self.files else 0)
         self.tool_calls = {}
         self.rdet = {}
         self.saw_reasoning = False
@@ -934,7 +937,8 @@ class _Run:
                 tool_calls=[calls[i] for i in ci] if ci else [],
                 tool_results=[results[i] for i in ri] if ri else [],
                 reasoning=[self._reasoning_entry(e, dec, st.r1) for e in st.rdet] if st.rdet else [],
-                sources=st.sources[:], files=st.files[:], warnings=st.warnings,
+                sources=st.sources[:] if st.sources else [], files=st.files[:] if st.files else [],
+                warnings=st.warnings,
                 provider_metadata=st.pm, response_id=st.resp_id, response_model_id=st.model_id,
                 tripwire=st.tripwire))
         if trip is not None:
@@ -965,15 +969,18 @@ class _Run:
         usage = self.usage()
         if cut is None:
             reasoning_text = dec.get(rbuf) if self.saw_reasoning else None
-            calls, results, sources, files = calls[:], results[:], self.sources[:], self.files[:]
+            calls, results = calls[:], results[:]
+            sources = self.sources[:] if self.sources else []
+            files = self.files[:] if self.files else []
         else:
             reasoning_text = dec.get(rbuf, cut[1]) if self.saw_reasoning else None
             calls, results = calls[cut[3]:], results[cut[4]:]
-            sources, files = self.sources[cut[5]:], self.files[cut[6]:]
+            sources = self.sources[cut[5]:] if self.sources else []
+            files = self.files[cut[6]:] if self.files else []
         return RunOutput(
             run_id=self.run_id, text=text, reasoning_text=reasoning_text,
             reasoning=[self._reasoning_entry(e, dec) for e in _js_values(self.rdet)] if self.rdet else [],
-            tool_calls=calls, tool_results=results, tool_errors=self.tool_errors[:],
+            tool_calls=calls, tool_results=results, tool_errors=self.tool_errors[:] if self.tool_errors else [],
             usage=usage, total_usage=self.total_usage(usage), finish_reason=self.finish_reason,
             # (a run that stays suspended resolves its object as undefined)
             object=None if self.status == "suspended" else self.object,
@@ -1887,7 +1894,10 @@ class AccumulatorBase:
 
     def _on_tool_error(self, run: _Run, chunk: Any, p: Any) -> None:
         # (not a tool result for Mastra, nor what makes a step a tool step)
-        run.tool_errors.append(chunk)
+        if run.tool_errors is None:
+            run.tool_errors = [chunk]
+        else:
+            run.tool_errors.append(chunk)
         run.seq.append(("tool-error", chunk))
         run.step()
 
@@ -1900,14 +1910,24 @@ class AccumulatorBase:
         self._nested(run, _v(p.output))
 
     def _on_source(self, run: _Run, chunk: Any, p: Any) -> None:
+        st = run.step()
+        if run.sources is None:
+            run.sources = []
         run.sources.append(chunk)
-        run.step().sources.append(chunk)
+        if st.sources is None:
+            st.sources = []
+        st.sources.append(chunk)
         run.seq.append(("source", chunk))
         run.nmodel += 1
 
     def _on_file(self, run: _Run, chunk: Any, p: Any) -> None:
+        st = run.step()
+        if run.files is None:
+            run.files = []
         run.files.append(chunk)
-        run.step().files.append(chunk)
+        if st.files is None:
+            st.files = []
+        st.files.append(chunk)
         run.seq.append(("file", chunk))
         run.nmodel += 1
 
