@@ -368,6 +368,22 @@ def test_buffer_is_a_read_only_view_and_survives_more_input(codec):
     assert acc.result().text == "abcé"
 
 
+def test_a_runs_reasoning_buffer_is_made_at_its_first_reasoning(codec):
+    """A run gets its reasoning buffer at its first reasoning part (most runs have none): till
+    then buffer("reasoning") is empty and the run's reasoning undefined; a reasoning-end with no
+    part open is an empty reasoning part of its own, made then too."""
+    acc = codec.Accumulator("ndjson")
+    acc.feed(text_delta("t", "ab") + b"\n")
+    view = acc.buffer("reasoning")
+    assert view.readonly and bytes(view) == b"" and acc.result().reasoning_text is None
+    acc.feed(line("reasoning-end", {"id": "e"}) + b"\n")
+    assert bytes(acc.buffer("reasoning")) == b"" and {"type": "reasoning", "reasoning": "", "details": [
+        {"type": "text", "text": ""}]} in acc.result().parts
+    acc.feed(line("reasoning-delta", {"id": "r", "text": "hm"}) + b"\n")
+    assert bytes(view) == b"" and bytes(acc.buffer("reasoning")) == b"hm"
+    assert acc.result().reasoning_text == "hm"
+
+
 def test_nested_sub_agent_chunks_do_not_leak_into_the_parent(codec):
     sub = {"type": "text-delta", "runId": "sub", "from": "AGENT", "payload": {"id": "s", "text": "inner"}}
     r_lines = [text_delta("t", "outer"),

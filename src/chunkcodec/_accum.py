@@ -326,7 +326,7 @@ class _Run:
         self.run_id = run_id
         self.from_ = from_ if isinstance(from_, str) else "AGENT"
         self.text = Buf()
-        self.rbuf = Buf()
+        self.rbuf: Any = None     # (made at the run's first reasoning part: reasoning_buf())
         self.open_text: Dict[Any, _Part] = {}
         self.open_reasoning: Dict[Any, _Part] = {}
         self.text_pm: Dict[Any, Any] = {}
@@ -397,10 +397,20 @@ class _Run:
         Done when the input ends, and when a run is handed out and dropped (the same runId
         arriving again then starts a new run)."""
         for buf in (self.text, self.rbuf):
-            if buf.owner is not None:
+            if buf is not None and buf.owner is not None:
                 buf.owner.seal()
         for ta in self.tool_args.values():
             ta.buf.owner = None
+
+    def reasoning_buf(self) -> Any:
+        """The run's reasoning buffer, made at its first reasoning part (most runs have none)."""
+        if self.rbuf is None:
+            self.rbuf = self.new_buf()
+        return self.rbuf
+
+    def rlen(self) -> int:
+        """The bytes of reasoning written so far."""
+        return 0 if self.rbuf is None else len(self.rbuf)
 
     # -- steps -------------------------------------------------------------------------------
     def step(self) -> _Step:
@@ -461,7 +471,7 @@ class _Run:
         source and file chunks (not a chunk that adds none of these: an empty delta, a start or
         an end).  A data-* chunk with more after it in its step came while the model was still
         streaming the step (_parts)."""
-        return (len(self.text), len(self.rbuf), self.nmodel)
+        return (len(self.text), self.rlen(), self.nmodel)
 
     def step_finish(self, reason: Any, warnings: Any, usage: Any, resp_id: Any, model_id: Any,
                     pm: Any, trip: Any = UNSET) -> None:
@@ -469,7 +479,7 @@ class _Run:
             self._close_spans()
         st = self.step()
         self.ended = True
-        st.t1, st.r1 = len(self.text), len(self.rbuf)
+        st.t1, st.r1 = len(self.text), self.rlen()
         st.reason = reason if isinstance(reason, str) else None
         # (stepResult.warnings || [], which is also the run's warnings from then on)
         self.warnings = st.warnings = warnings if _truthy(warnings) else []
@@ -521,14 +531,14 @@ class _Run:
             t0, r0 = (self.steps[-1].t1, self.steps[-1].r1) if self.steps else (0, 0)
             content = False
         self.truncate()
-        if content or len(self.text) > t0 or len(self.rbuf) > r0:
+        if content or len(self.text) > t0 or self.rlen() > r0:
             self.cut_next = True
 
     def truncate(self) -> None:
         """Mastra's #truncateRunBuffers: the run's text, reasoning and reasoning entries, steps,
         tool calls and results, sources and files begin anew, and so does what it knows of the
         calls whose arguments are streaming (no call is made at their -end)."""
-        self.cut = (len(self.text), len(self.rbuf), len(self.steps), len(self.call_list), len(self.tool_results),
+        self.cut = (len(self.text), self.rlen(), len(self.steps), len(self.call_list), len(self.tool_results),
                     len(self.sources) if self.sources else 0, len(self.files) if self.files else 0)
         self.tool_calls = {}
         self.rdet = {}
@@ -737,7 +747,7 @@ class _Run:
                 part.seal()
                 if start == 1 and part.listed and not _redacted(pm):
                     msg = part if part.msg is None else part.msg
-            part = _Part("reasoning", id_, self.rbuf, pm)
+            part = _Part("reasoning", id_, self.reasoning_buf(), pm)
             if msg is not None:       # (the message part goes on: see _Part)
                 part.msg = msg
                 part.listed = True
@@ -1847,7 +1857,7 @@ class AccumulatorBase:
         run.reasoning_end(p.id, p.providerMetadata)
         part = run.open_reasoning.pop(p.id, None)
         if part is None:   # an end with no open part: a part of its own, not a reasoning entry
-            part = _Part("reasoning", p.id, run.rbuf, p.providerMetadata)
+            part = _Part("reasoning", p.id, run.reasoning_buf(), p.providerMetadata)
         if p.providerMetadata is not UNSET:
             part.pm = p.providerMetadata
             if part.msg is not None:
@@ -2079,6 +2089,8 @@ class AccumulatorBase:
             if run is None:
                 return memoryview(b"")
             buf = run.text if kind == "text" else run.rbuf
+            if buf is None:         # (a run without reasoning has no reasoning buffer yet)
+                return memoryview(b"")
         else:
             ta = self._call_args(kind, run_id)
             if ta is None:

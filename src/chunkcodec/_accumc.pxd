@@ -56,6 +56,8 @@ cdef class _Run:
     @cython.locals(part=_Part)
     cpdef _close_spans(self)
     cpdef end_mark(self)
+    cpdef reasoning_buf(self)
+    cpdef Py_ssize_t rlen(self)
     cpdef tuple stamp(self)
     @cython.locals(st=_Step)
     cpdef step_finish(self, reason, warnings, usage, resp_id, model_id, pm, trip=*)
