@@ -148,8 +148,10 @@ class _Memo:
         if end <= start:
             return ""
         for e in self.memo:
-            if e[0] is buf and e[1] == start and e[2] == end:
-                return e[3]
+            if e[0] is buf:
+                a, b = e[1], e[2]       # (compiled: C integers, no int object made for the compare)
+                if a == start and b == end:
+                    return e[3]
         more = self.more
         if more is not None:
             s = more.get((id(buf), start, end))

@@ -11,7 +11,7 @@ cimport cython
 cdef class _Memo:
     cdef public list memo
     cdef public dict more
-    @cython.locals(e=tuple, more=dict)
+    @cython.locals(e=tuple, more=dict, a=Py_ssize_t, b=Py_ssize_t)
     cpdef str get(self, buf, Py_ssize_t start=*, Py_ssize_t end=*)
 
 cdef class _Part:
