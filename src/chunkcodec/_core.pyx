@@ -485,7 +485,8 @@ cdef object _plain_key(const char* p, size_t n, size_t* close):
 
 
 cdef extern from "Python.h":
-    double PyOS_string_to_double(const char* s, char** endptr, object overflow_exception) except? -1.0
+    # (overflow_exception NULL: an overflow gives +-inf, no exception)
+    double PyOS_string_to_double(const char* s, char** endptr, PyObject* overflow_exception) except? -1.0
 
 
 # A float _plain_value makes itself has at most this many bytes (a double's shortest spelling
@@ -531,8 +532,8 @@ cdef object _plain_float(const char* p, size_t i, size_t k, size_t n, size_t* at
     memcpy(buf, p + i, j - i)
     buf[j - i] = 0
     try:
-        x = PyOS_string_to_double(buf, &end, None)
-    except Exception:
+        x = PyOS_string_to_double(buf, &end, NULL)
+    except ValueError:              # (not a number to it: the grammar was checked, so not expected)
         return _NOT_PLAIN
     if end != buf + (j - i) or not (2.2250738585072014e-308 <= abs(x) <= 1e308):
         return _NOT_PLAIN
