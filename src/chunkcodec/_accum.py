@@ -55,6 +55,15 @@ def _v(x: Any) -> Any:
     return None if x is UNSET else x
 
 
+def _push(lst: Optional[list], x: Any) -> list:
+    """lst with x appended, made for it when None: the lists a run or step makes at their first
+    entry (most runs have no source, file or tool error)."""
+    if lst is None:
+        return [x]
+    lst.append(x)
+    return lst
+
+
 def _truthy(x: Any) -> bool:
     """JavaScript truthiness of a JSON value (UNSET: undefined).  Objects and arrays are truthy,
     empty or not."""
@@ -1906,10 +1915,7 @@ class AccumulatorBase:
 
     def _on_tool_error(self, run: _Run, chunk: Any, p: Any) -> None:
         # (not a tool result for Mastra, nor what makes a step a tool step)
-        if run.tool_errors is None:
-            run.tool_errors = [chunk]
-        else:
-            run.tool_errors.append(chunk)
+        run.tool_errors = _push(run.tool_errors, chunk)
         run.seq.append(("tool-error", chunk))
         run.step()
 
@@ -1923,23 +1929,15 @@ class AccumulatorBase:
 
     def _on_source(self, run: _Run, chunk: Any, p: Any) -> None:
         st = run.step()
-        if run.sources is None:
-            run.sources = []
-        run.sources.append(chunk)
-        if st.sources is None:
-            st.sources = []
-        st.sources.append(chunk)
+        run.sources = _push(run.sources, chunk)
+        st.sources = _push(st.sources, chunk)
         run.seq.append(("source", chunk))
         run.nmodel += 1
 
     def _on_file(self, run: _Run, chunk: Any, p: Any) -> None:
         st = run.step()
-        if run.files is None:
-            run.files = []
-        run.files.append(chunk)
-        if st.files is None:
-            st.files = []
-        st.files.append(chunk)
+        run.files = _push(run.files, chunk)
+        st.files = _push(st.files, chunk)
         run.seq.append(("file", chunk))
         run.nmodel += 1
 

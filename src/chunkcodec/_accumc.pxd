@@ -136,6 +136,7 @@ cdef class AccumulatorBase:
 cdef _Run _run_of(AccumulatorBase acc, run_id, from_)
 
 cdef bint _truthy(x)
+cdef list _push(list lst, x)
 
 # (_Run._parts's, for a background task's end: C calls)
 cdef object _background_task(pm, str status)
