@@ -99,7 +99,7 @@ def test_accumulate_breakdown_runs_and_its_shares_add_up():
 
 
 def test_kinds_has_a_row_per_frame_type_with_its_count(capsys):
-    """bench_accumulate.py --kinds (the README's cost of each kind of frame): a row for every type
+    """bench_accumulate.py --kinds (the cost of each kind of frame, bench/HISTORY.md): a row for every type
     in the log, its frames counted."""
     import collections
     import json
