@@ -1,8 +1,10 @@
 """How the package was built: chunkcodec._build, and the profile-guided build's training run
 (tools/pgo_train.py), whose check of its counts is what fails a build that trained nothing."""
 
+import ctypes
 import importlib.util
 import pathlib
+import sys
 
 import pytest
 
@@ -44,3 +46,15 @@ def test_the_training_run_fails_the_build_when_a_required_count_is_missing(tmp_p
     (tmp_path / "csrc-accum.c.gcda.tmp").write_bytes(b"")   # (not a count file)
     with pytest.raises(SystemExit, match=r"no counts for \['" + pgo._REQUIRED[drop].replace(".", r"\.") + r"'\]"):
         pgo._check(tmp_path)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="ELF symbol visibility")
+@pytest.mark.parametrize("module", ["_core", "_bulk", "_accumc"])
+def test_an_extension_module_exports_its_init_and_not_the_c_core(module):
+    """The C core is linked into each module with hidden symbols: calls to it are direct, and a
+    module loaded with RTLD_GLOBAL cannot bind another module's copy (its allocation countdown)."""
+    mod = pytest.importorskip(f"chunkcodec.{module}")
+    lib = ctypes.CDLL(mod.__file__)
+    assert hasattr(lib, f"PyInit_{module}")
+    for name in ("cc_utf8_valid", "cc_scan_str", "cc_accum_deltas", "cc_alloc_countdown"):
+        assert not hasattr(lib, name), name
