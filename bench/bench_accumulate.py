@@ -3,6 +3,7 @@
     python bench/bench_accumulate.py [--runs 40] [--deltas 300] [--repeat 7] [--json out.json]
     python bench/bench_accumulate.py --breakdown     # where chunkcodec.accumulate spends its time
     python bench/bench_accumulate.py --kinds         # what each kind of frame costs it
+    python bench/bench_accumulate.py --cold          # a call right after itself and after other work
     python bench/bench_accumulate.py --loop 20       # 20 calls in a row, the collector left to itself
     python bench/bench_accumulate.py --batches 10    # and the log ten times over (26 MB), as a log miner reads
     python bench/bench_instructions.py --bench accumulate   # the same table in CPU instructions
@@ -22,7 +23,9 @@ import gc
 import json
 import pathlib
 import random
+import statistics
 import sys
+import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
 
@@ -276,6 +279,28 @@ def breakdown(runs: int, deltas: int, repeat: int) -> dict:
     return out
 
 
+def cold(runs: int, deltas: int, repeat: int) -> dict:
+    """What the table's calls pay for coming right after other work: accumulate() of the log timed
+    right after itself, right after the json.loads loop (as in the table's rounds), and right after
+    reading a 96 MB buffer and nothing else (the caches emptied, Python's allocator left as it
+    was); medians of `repeat` rounds, in ms."""
+    nd = gen.framed(gen.interleaved(runs, deltas), "ndjson")
+    json_text = B.paused(B.json_ndjson_text)
+    flush = bytes(96 << 20)
+    before = {"right after itself": lambda: chunkcodec.accumulate(nd),
+              "right after the json.loads loop": lambda: json_text(nd),
+              "right after reading 96 MB": lambda: flush.count(b"\xff")}
+    times: dict = {k: [] for k in before}
+    for _ in range(repeat):
+        for k, f in before.items():
+            f()
+            gc.collect()
+            t = time.perf_counter()
+            chunkcodec.accumulate(nd)
+            times[k].append(time.perf_counter() - t)
+    return {k: round(statistics.median(v) * 1e3, 3) for k, v in times.items()}
+
+
 def kinds(runs: int, deltas: int, repeat: int) -> list:
     """What each kind of frame costs accumulate on the log: the log timed whole and without the
     frames of that kind, in pairs (medians of interleaved rounds), and the difference per frame.
@@ -308,6 +333,8 @@ def main(argv=None):
     ap.add_argument("--breakdown", action="store_true", help="where accumulate's time goes, instead of the table")
     ap.add_argument("--kinds", action="store_true", help="instead of the table: what each kind of frame costs "
                                                          "accumulate (see kinds)")
+    ap.add_argument("--cold", action="store_true", help="instead of the table: accumulate() right after "
+                                                        "itself and right after other work (see cold)")
     ap.add_argument("--loop", type=int, metavar="CALLS",
                     help="instead of the table: each contender called CALLS times in a row, the last "
                          "--keep results kept, the collector left to itself (see loop_cases)")
@@ -321,6 +348,11 @@ def main(argv=None):
     if args.breakdown:
         for k, v in breakdown(args.runs, args.deltas, args.repeat).items():
             print(f"  {k:50s} {v:6}{'' if 'GB/s' in k else ' %'}")
+        return
+    if args.cold:
+        print(f"data: {args.runs} interleaved runs of {args.deltas} deltas; chunkcodec path: {implementation()}")
+        for k, v in cold(args.runs, args.deltas, args.repeat).items():
+            print(f"  accumulate() {k:34s} {v:8.3f} ms")
         return
     if args.kinds:
         print(f"data: {args.runs} interleaved runs of {args.deltas} deltas; chunkcodec path: {implementation()}")

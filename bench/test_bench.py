@@ -98,6 +98,17 @@ def test_accumulate_breakdown_runs_and_its_shares_add_up():
     assert len(shares) == 4 and abs(sum(shares) - 100) < 1
 
 
+def test_cold_times_the_call_after_each_kind_of_work(capsys):
+    """bench_accumulate.py --cold (the README's cold call): a row for each thing run before the
+    call, each a time."""
+    import bench_accumulate
+    bench_accumulate.main(["--cold", "--runs", "2", "--deltas", "10", "--repeat", "1"])
+    rows = [ln for ln in capsys.readouterr().out.splitlines() if ln.strip().startswith("accumulate()")]
+    assert [ln.split("accumulate() ")[1].rsplit(None, 2)[0].strip() for ln in rows] == [
+        "right after itself", "right after the json.loads loop", "right after reading 96 MB"]
+    assert all(float(ln.rsplit(None, 2)[1]) > 0 for ln in rows)
+
+
 def test_kinds_has_a_row_per_frame_type_with_its_count(capsys):
     """bench_accumulate.py --kinds (the cost of each kind of frame, bench/HISTORY.md): a row for every type
     in the log, its frames counted."""
