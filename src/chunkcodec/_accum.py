@@ -265,10 +265,11 @@ class _ToolArgs:
 
 class _PendingCall:
     """The tool-call Mastra makes at tool-call-input-streaming-end, until a tool-call chunk takes
-    its place (as one nearly always does): what it is made from, as it stood then.  make() builds
-    it, when a result() needs it."""
+    its place (as one nearly always does): what it is made from, as it stood then.  made() builds
+    it, once, when a result() needs it; it stays pending in the run's call_list all the same, so
+    that a result() asked for before that tool-call chunk comes changes nothing (_Run._echo)."""
 
-    __slots__ = ("ta", "begin", "end", "name", "start")
+    __slots__ = ("ta", "begin", "end", "name", "start", "call")
 
     def __init__(self, ta: _ToolArgs) -> None:
         self.ta = ta
@@ -278,6 +279,14 @@ class _PendingCall:
         self.end = len(ta.buf)
         self.name = ta.name
         self.start = ta.start
+        self.call: Any = None
+
+    def made(self, run: "_Run") -> Any:
+        """The call, made at the first result() that needs it (its arguments are those of its
+        deltas, as they stood at the -end, whenever it is made)."""
+        if self.call is None:
+            self.call = self.make(run)
+        return self.call
 
     def make(self, run: "_Run") -> Any:
         kw: Dict[str, Any] = {"toolCallId": self.ta.id, "toolName": self.name or "",
@@ -355,7 +364,7 @@ class _Run:
         # toolCallId -> the index of the first (which a later tool-call of that id only fills in)
         self.call_list: list = []
         self.tool_calls: Dict[str, int] = {}
-        self.pending = False                   # call_list holds a _PendingCall
+        self.pending = False                   # call_list may hold a _PendingCall (calls())
         self.tool_args: Dict[str, _ToolArgs] = {}
         self.tool_results: list = []
         # (made at the run's first tool-error, source or file: most runs have none)
@@ -864,7 +873,7 @@ class _Run:
         e = self.call_list[i]
         q = chunk.payload
         if type(e) is _PendingCall:
-            e = e.make(self)
+            e = e.made(self)
         p = e.payload
         ch: Dict[str, Any] = {}
         if _truthy(q.args) and _no_keys(p.args):
@@ -914,13 +923,21 @@ class _Run:
         ta.mark = len(ta.buf)
 
     def calls(self) -> list:
-        """call_list, with the pending calls made."""
+        """call_list, with the pending calls made: a list of its own when there are any (they stay
+        pending in call_list, where a tool-call chunk that comes later may yet take their place:
+        a result() mid-stream must not change what the stream gives)."""
         calls = self.call_list
         if self.pending:
+            made = None
             for i, c in enumerate(calls):
                 if type(c) is _PendingCall:
-                    calls[i] = c.make(self)
-            self.pending = False
+                    if made is None:
+                        made = calls[:]
+                    made[i] = c.made(self)
+            if made is None:
+                self.pending = False    # (none left: tool-call chunks took their places)
+            else:
+                calls = made
         return calls
 
     # -- output ------------------------------------------------------------------------------
@@ -934,7 +951,7 @@ class _Run:
         done = self.steps if trip is None else self.steps[:trip[1]]
         if cut is not None:
             done = done[cut[2]:]
-        parts = self._parts(dec)
+        parts = self._parts(dec, calls)
         # With output processors (a step's tripwire or retry says so: step_finish), Mastra re-reads
         # the run's text at the finish from its message list (resolveOutputTextSkippingCompletion-
         # Checks: the text of its last message as the model would be sent it, that is, the text
@@ -1030,9 +1047,10 @@ class _Run:
         d["payload"] = payload
         return d
 
-    def _parts(self, dec: _Memo) -> List[dict]:
+    def _parts(self, dec: _Memo, calls: list) -> List[dict]:
         """The parts of the message Mastra persists (``buildMessagesFromChunks``, with the agent
-        loop's step boundaries and rollbacks, and its data parts where it puts them)."""
+        loop's step boundaries and rollbacks, and its data parts where it puts them); calls: the
+        run's calls() (its call_list, pending calls made)."""
         # (buildMessagesFromChunks takes a result that is not null or undefined; the loop builds a
         # step's parts of the model's own chunks, where only a provider-executed tool's result is,
         # and merges the results of the tools it ran into the message itself, null ones too)
@@ -1083,7 +1101,7 @@ class _Run:
                 out.append(d)
                 after_tool = False
             elif kind == "tool":
-                p = self.call_list[v].payload
+                p = calls[v].payload
                 cid = p.toolCallId
                 inv: Dict[str, Any] = {"state": "call", "toolCallId": cid, "toolName": p.toolName,
                                        "args": _v(p.args) if p.args is not UNSET else {}}
@@ -1149,7 +1167,7 @@ class _Run:
                             # (the hook writes an approved call's grant, failed or not)
                             inv["approval"] = {"id": cid, "approved": True}
                         cpm = UNSET     # (the hook's base: the call's, not a placeholder result's)
-                        for c in self.call_list:
+                        for c in calls:
                             if c.payload.toolCallId == cid:
                                 cpm = getattr(c.payload, "providerMetadata", UNSET)
                                 break

@@ -30,7 +30,7 @@ cdef class _ToolArgs:
     cdef public Py_ssize_t fed, mark, pidx
 
 cdef class _PendingCall:
-    cdef public object ta, name, start
+    cdef public object ta, name, start, call
     cdef public Py_ssize_t begin, end
 
 cdef class _Step:
@@ -92,6 +92,7 @@ cdef class _Run:
     cpdef release(self)
     @cython.locals(ta=_ToolArgs)
     cpdef input_end(self, call_id)
+    @cython.locals(made=list, i=Py_ssize_t)
     cpdef list calls(self)
     @cython.locals(u=dict, out=dict)
     cpdef dict usage(self)
@@ -102,7 +103,7 @@ cdef class _Run:
     cpdef dict _reasoning_entry(self, list e, _Memo dec, Py_ssize_t limit=*)
     @cython.locals(part=_Part, out=list, results=dict, errors=dict, boundary=Py_ssize_t, ends=list, seg=Py_ssize_t,
                    seg_start=Py_ssize_t, early=Py_ssize_t, late=list)
-    cpdef list _parts(self, _Memo dec)
+    cpdef list _parts(self, _Memo dec, list calls)
 
 # The accumulator itself: its attributes are fields, not a dict (the decoder sets _current; a
 # subclass made by chunkcodec._api sets _Buf and _impl on the class; the decoder holds it weakly).
