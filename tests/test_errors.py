@@ -19,6 +19,11 @@ CASES = [
      r"^Frame is not valid UTF-8: invalid start byte \(byte 77, frame 0\)", 77, 0),
     ("truncated UTF-8 in a cold chunk", "rs", b'{"type":"start","payload":{"id":"\xe4\xb8"}}\x1e', DecodeError,
      r"^Frame is not valid UTF-8: invalid continuation byte \(byte 33, frame 0\)", 33, 0),
+    # (what msgspec refuses is read again by json's rules, which take a lone surrogate escape; the
+    # bytes must still be UTF-8: json.loads of bytes would take these, a lone surrogate as bytes)
+    ("a lone surrogate as bytes beside a lone surrogate escape", "ndjson",
+     b'{"type":"start","runId":"r","from":"\\ud800","payload":{"id":"a\xed\xb0\x80"}}\n', DecodeError,
+     r"^Frame is not valid UTF-8: invalid continuation byte \(byte 62, frame 0\)", 62, 0),
     ("wrong field type", "ndjson", b'{"type":"tool-call-delta","payload":{"argsTextDelta":"x","toolCallId":5}}\n',
      ValidationError, r"^Expected `str`, got `int` - at `\$.payload.toolCallId` \(byte 0, frame 0\)", 0, 0),
     ("missing required field", "ndjson", b'{"type":"text-delta","payload":{"id":"1"}}\n', ValidationError,
@@ -146,3 +151,19 @@ def test_json_document_too_large(codec):
     for splits in (None, [50], [150, 300], list(range(1, len(doc)))):
         got = decode_all(codec, doc, "json", errors="keep", max_frame_bytes=100, splits=splits)
         assert [(g[0], len(g[1]), g[2], g[6]) for g in got] == [("invalid", 100, "FrameTooLarge", len(doc) - 100)]
+
+
+@pytest.mark.parametrize("escape", [b"", b',"k":"\\ud800"', b',"k":NaN'])
+def test_bytes_that_are_not_utf8_are_refused_whatever_else_the_frame_holds(codec, escape):
+    """A lone surrogate written as bytes is not UTF-8: every decoder refuses the frame, also when
+    the frame holds something msgspec refuses and json's rules take (a lone surrogate escape, NaN),
+    which has it read again by those rules (json.loads of bytes would take the bytes).  Before, such
+    a frame was refused without that and taken with it (and the plain-Python bulk index failed on
+    it: test_bulk's test_a_frame_that_is_not_utf8_is_corrupt_in_both_indexes)."""
+    # (the escape before the bytes: msgspec reads in order, and refuses the bytes first otherwise)
+    frame = b'{"type":"text-delta","runId":"r"' + escape + b',"payload":{"id":"1","text":"a\xed\xb0\x80"}}'
+    for data in (frame + b"\n", TD + b"\n" + frame + b"\n"):
+        got = list(codec.iter_dicts(data, "ndjson", errors="keep"))
+        assert isinstance(got[-1], InvalidFrame) and "not valid UTF-8" in str(got[-1].error), got
+        with pytest.raises(DecodeError, match="not valid UTF-8"):
+            decode_all(codec, data, "ndjson")

@@ -202,12 +202,17 @@ def _class_with_extras(obj: dict) -> tuple:
 
 def _json_obj(frame: Any) -> Any:
     """json.loads semantics at msgspec speed: msgspec first, the stdlib for what msgspec refuses
-    (lone surrogate escapes, NaN/Infinity).  Raises msgspec's error when both refuse."""
+    (lone surrogate escapes, NaN/Infinity).  Raises msgspec's error when both refuse, and a
+    UnicodeDecodeError, as msgspec does, for bytes that are not UTF-8: json.loads of bytes would
+    take a lone surrogate written as bytes (it decodes them with surrogatepass), so the text is
+    decoded first, strictly -- else such bytes were refused or taken by whether the frame held
+    something else msgspec refuses (a lone surrogate escape anywhere in it)."""
     try:
         return _untyped.decode(frame)
     except msgspec.DecodeError as exc:
+        text = bytes(frame).decode("utf-8")
         try:
-            return json.loads(bytes(frame))
+            return json.loads(text)
         except (ValueError, RecursionError):
             raise exc from None
 
