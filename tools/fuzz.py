@@ -1,6 +1,7 @@
 """Long differential campaigns: the suite's random checks over many more seeds than a test run.
 
     python tools/fuzz.py streams --seeds 0:200000      # both paths, every way of feeding (~15 min)
+    python tools/fuzz.py pieces --seeds 0:30000        # the same, fed in pieces of a few bytes
     python tools/fuzz.py decode --seeds 0:100000       # the decoder on both paths
     python tools/fuzz.py bulk --seeds 0:50000          # the bulk index on both paths; reconstruct
     python tools/fuzz.py oracle --seeds 100000:200000  # Mastra itself (Node and npm) against us
@@ -15,6 +16,8 @@ check more of each stream than the suite's tests do), run on the installed build
   every_way checks it: fed in random pieces with results asked for mid-stream, the same on the
   native and the reference path; and, for a stream not corrupted, the same fed whole, through
   add() and through accumulate().
+- pieces: random streams fed in pieces of at most 1, 3, 16, 64 or 300 bytes (every frame cut,
+  most of them many times), the same on both paths and, on the native one, as fed whole.
 - decode: random streams decoded in random pieces (StreamDecoder, strict and keeping bad frames;
   iter_dicts; iter_chunks re-encoded), the same on both paths, framing given or detected.
 - bulk: random streams and logs of them: the native bulk index equals the plain-Python one, and
@@ -59,6 +62,30 @@ def _apis():
 def streams(seed: int) -> None:
     import test_accumulate_rules as T
     T.check_random_stream(_apis(), seed)
+
+
+def pieces(seed: int) -> None:
+    import test_accumulate_rules as T
+    from util import random_stream
+    rng = random.Random(seed)
+    framing, data, _ = random_stream(rng)
+    most = rng.choice([1, 3, 16, 64, 300])
+    cuts, at = [], rng.randrange(1, most + 1)
+    while at < len(data):
+        cuts.append(at)
+        at += rng.randrange(1, most + 1)
+    outs = []
+    for api in _apis():
+        acc = api.Accumulator(framing, errors="keep")
+        for a, b in zip([0] + cuts, cuts + [len(data)]):
+            acc.feed(data[a:b])
+        acc.close()
+        outs.append(T._everything(acc))
+    assert outs[0] == outs[1], f"in pieces of at most {most} bytes: native != reference"
+    whole = _apis()[0].Accumulator(framing, errors="keep")
+    whole.feed(data)
+    whole.close()
+    assert T._everything(whole) == outs[0], f"native: in pieces of at most {most} bytes != whole"
 
 
 def decode(seed: int) -> None:
@@ -118,12 +145,13 @@ class Oracle:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("campaign", choices=("streams", "decode", "bulk", "oracle"))
+    ap.add_argument("campaign", choices=("streams", "pieces", "decode", "bulk", "oracle"))
     ap.add_argument("--seeds", default="0:10000", help="A:B, the seeds A to B-1")
     ap.add_argument("--goals", action="store_true", help="oracle: runs with goal loops")
     args = ap.parse_args(argv)
     lo, hi = (int(x) for x in args.seeds.split(":"))
-    check = {"streams": streams, "decode": decode, "bulk": bulk}.get(args.campaign) or Oracle(args.goals)
+    check = {"streams": streams, "pieces": pieces, "decode": decode, "bulk": bulk}.get(args.campaign) or \
+        Oracle(args.goals)
     failed = []
     t0 = time.time()
     for seed in range(lo, hi):
