@@ -4,6 +4,7 @@
     python tools/fuzz.py pieces --seeds 0:30000        # the same, fed in pieces of a few bytes
     python tools/fuzz.py decode --seeds 0:100000       # the decoder on both paths
     python tools/fuzz.py bulk --seeds 0:50000          # the bulk index on both paths; reconstruct
+    python tools/fuzz.py workers --seeds 0:1000        # reconstruct on several processes
     python tools/fuzz.py oracle --seeds 100000:200000  # Mastra itself (Node and npm) against us
     python tools/fuzz.py oracle --goals --seeds 0:20000
 
@@ -22,6 +23,9 @@ check more of each stream than the suite's tests do), run on the installed build
   iter_dicts; iter_chunks re-encoded), the same on both paths, framing given or detected.
 - bulk: random streams and logs of them: the native bulk index equals the plain-Python one, and
   bulk.reconstruct gives what an Accumulator gives.
+- workers: a random log reconstructed on 2-4 processes (its pieces and ranges made small, so that
+  runs span them) gives what one process gives, runs and corrupt regions (test_bulk's check of
+  its random logs; about 0.3 s a seed, for the processes' start).
 - oracle: tests/util.py mastra_run through Mastra's own MastraModelOutput (tests/mastra_oracle),
   as test_random_runs_reassemble_as_mastra_resolves_them checks it, on the native path.
 
@@ -126,6 +130,30 @@ def bulk(seed: int) -> None:
         {k: r.to_mastra() for k, r in acc.results().items()}, "reconstruct != Accumulator"
 
 
+#: workers(): whether each seed's log went to several processes (a chunk without runId where no run
+#: is current keeps a log on one)
+_PARALLEL: list = []
+
+
+def workers(seed: int) -> None:
+    import tempfile
+    import pytest
+    import test_bulk as TB
+    from chunkcodec import bulk as B
+    from util import random_log
+    rng = random.Random(seed)
+    mp = pytest.MonkeyPatch()
+    try:
+        mp.setattr(B, "MIN_PARALLEL_BYTES", 1)
+        framing, data = random_log(rng, rng.randrange(5000, 60000))
+        with tempfile.TemporaryDirectory() as d:
+            p = pathlib.Path(d) / f"log.{framing}"
+            p.write_bytes(data)
+            _PARALLEL.append(TB._as_on_one_core(p, rng, rng.randrange(2, 5), mp))
+    finally:
+        mp.undo()
+
+
 class Oracle:
     """Mastra's runs, 300 at a time (one Node process each)."""
 
@@ -145,13 +173,13 @@ class Oracle:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("campaign", choices=("streams", "pieces", "decode", "bulk", "oracle"))
+    ap.add_argument("campaign", choices=("streams", "pieces", "decode", "bulk", "workers", "oracle"))
     ap.add_argument("--seeds", default="0:10000", help="A:B, the seeds A to B-1")
     ap.add_argument("--goals", action="store_true", help="oracle: runs with goal loops")
     args = ap.parse_args(argv)
     lo, hi = (int(x) for x in args.seeds.split(":"))
-    check = {"streams": streams, "pieces": pieces, "decode": decode, "bulk": bulk}.get(args.campaign) or \
-        Oracle(args.goals)
+    check = {"streams": streams, "pieces": pieces, "decode": decode, "bulk": bulk, "workers": workers}.get(
+        args.campaign) or Oracle(args.goals)
     failed = []
     t0 = time.time()
     for seed in range(lo, hi):
@@ -163,7 +191,8 @@ def main(argv=None) -> int:
             traceback.print_exc(limit=2)
         if (seed - lo + 1) % 5000 == 0:
             print(f"  {seed - lo + 1} seeds, {time.time() - t0:.0f} s, {len(failed)} failed", flush=True)
-    print(f"{args.campaign}: seeds {lo}-{hi - 1}, {time.time() - t0:.0f} s, failed: {failed or 'none'}")
+    on = f" ({sum(_PARALLEL)} on several processes)" if _PARALLEL else ""
+    print(f"{args.campaign}: seeds {lo}-{hi - 1}{on}, {time.time() - t0:.0f} s, failed: {failed or 'none'}")
     return min(len(failed), 100)
 
 
