@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import os
 import pathlib
 import random
 import sys
@@ -109,6 +108,7 @@ def decode(seed: int) -> None:
 
 
 def bulk(seed: int) -> None:
+    import pytest
     import test_bulk as TB
     from chunkcodec import bulk as B
     from util import random_log, random_stream
@@ -118,11 +118,9 @@ def bulk(seed: int) -> None:
     else:
         framing, data, _ = random_stream(rng)
     native = TB._columns(B.scan(data, framing))
-    os.environ["CHUNKCODEC_NO_EXTENSIONS"] = "1"
-    try:
+    with pytest.MonkeyPatch.context() as mp:          # (as test_bulk's `reference` fixture)
+        mp.setenv("CHUNKCODEC_NO_EXTENSIONS", "1")
         assert native == TB._columns(B.scan(data, framing)), "bulk.scan: native != reference"
-    finally:
-        del os.environ["CHUNKCODEC_NO_EXTENSIONS"]
     acc = _apis()[0].Accumulator(framing, errors="keep")
     acc.feed(data)
     acc.close()

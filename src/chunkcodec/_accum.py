@@ -285,20 +285,17 @@ class _PendingCall:
         """The call, made at the first result() that needs it (its arguments are those of its
         deltas, as they stood at the -end, whenever it is made)."""
         if self.call is None:
-            self.call = self.make(run)
+            kw: Dict[str, Any] = {"toolCallId": self.ta.id, "toolName": self.name or "",
+                                  "args": parse_args(self.ta.buf.text(self.begin, self.end))}
+            s = self.start
+            if s is not None:
+                for k in ("providerExecuted", "providerMetadata", "dynamic", "title"):
+                    val = getattr(s, k, UNSET)
+                    if val is not UNSET:
+                        kw[k] = val
+            self.call = _c.ToolCall(runId=run.run_id if run.run_id is not None else UNSET, from_=run.from_,
+                                    payload=_c.ToolCallPayload(**kw))
         return self.call
-
-    def make(self, run: "_Run") -> Any:
-        kw: Dict[str, Any] = {"toolCallId": self.ta.id, "toolName": self.name or "",
-                              "args": parse_args(self.ta.buf.text(self.begin, self.end))}
-        s = self.start
-        if s is not None:
-            for k in ("providerExecuted", "providerMetadata", "dynamic", "title"):
-                val = getattr(s, k, UNSET)
-                if val is not UNSET:
-                    kw[k] = val
-        return _c.ToolCall(runId=run.run_id if run.run_id is not None else UNSET, from_=run.from_,
-                           payload=_c.ToolCallPayload(**kw))
 
 
 class _Step:
