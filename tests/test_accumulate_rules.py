@@ -773,6 +773,28 @@ def test_a_goal_that_continues_the_run_truncates_what_mastra_resolves(codec):
     assert [p.get("text") for p in r.parts if p["type"] == "text"] == ["a", "bc", "d"]
 
 
+def test_a_reasoning_part_open_across_a_goal_is_reasoning_again_at_its_next_delta(codec):
+    """A goal that continues the run empties its reasoning (reasoningText undefined), and a
+    reasoning part still open goes on: its next delta, even an empty one, makes reasoningText a
+    string again, of what came after the goal (no reasoning entry: those begin at a
+    reasoning-start), while the message part keeps it all.  On the native path such a delta used
+    to go on in the C delta loop, unseen by the run: reasoningText stayed None.  (Mastra's values,
+    test_mastra_oracle checks these streams and their kin.)"""
+    goal = line("goal", {"objective": "o", "shouldContinue": True})
+    fin = line("finish", {"stepResult": {"reason": "stop"}, "output": {"usage": {}}, "metadata": {}})
+
+    def rd(text):
+        return line("reasoning-delta", {"id": "r", "text": text})
+
+    for after, want in ((rd("x"), "x"), (rd(""), ""), (fin, None)):
+        r = ways(codec, [rd("a"), goal, after, fin])
+        assert (r.reasoning_text, r.reasoning) == (want, [])
+    r = ways(codec, [line("reasoning-start", {"id": "r"}), rd("a"), goal, rd("b"), rd("c"),
+                     line("reasoning-end", {"id": "r"}), fin])
+    assert (r.reasoning_text, r.reasoning) == ("bc", [])
+    assert [p["reasoning"] for p in r.parts] == ["abc"]
+
+
 def test_bad_frame_strict_raises_with_position_after_taking_what_came_before(codec):
     acc = codec.Accumulator("ndjson")
     data = text_delta("t", "ok") + b"\n" + b'{"type":"text-delta",oops}\n'

@@ -560,6 +560,12 @@ class _Run:
         self.tool_calls = {}
         self.rdet = {}
         self.saw_reasoning = False
+        rbuf = self.rbuf
+        if rbuf is not None and rbuf.owner is not None:
+            # A reasoning part still writing goes on after the cut, and its next delta must come
+            # here (reasoning_delta: it counts, even empty), not go on in the native delta loop:
+            # taking the buffer again drops the loop's routes to it (DeltaBuf.owner).
+            rbuf.owner = rbuf.owner
         for ta in self.tool_args.values():
             ta.start = None
             ta.mark = len(ta.buf)
