@@ -795,6 +795,26 @@ def test_a_reasoning_part_open_across_a_goal_is_reasoning_again_at_its_next_delt
     assert [p["reasoning"] for p in r.parts] == ["abc"]
 
 
+def test_what_comes_after_a_step_finish_is_the_next_steps_message_parts(codec):
+    """Mastra builds each step's message parts from that step's chunks alone, and puts a
+    step-start between a tool invocation and a text after it: so a tool call after a step-finish
+    and a text after that are of one step (a step-start between them, where we had none), a call
+    before it and a text after are not (none); and a data part that came at the end of a step goes
+    before the next step's parts, an empty reasoning part of a reasoning-start with nothing after
+    it among them (it went after)."""
+    sf = line("step-finish", {"stepResult": {"reason": "stop"}, "output": {"usage": {}}, "metadata": {}})
+    fin = line("finish", {"stepResult": {"reason": "stop"}, "output": {"usage": {}}, "metadata": {}})
+    call = line("tool-call", {"toolCallId": "c", "toolName": "w", "args": {}})
+    text = text_delta("t", "x")
+    assert [p["type"] for p in ways(codec, [sf, call, text, fin]).parts] == ["tool-invocation", "step-start", "text"]
+    assert [p["type"] for p in ways(codec, [call, sf, text, fin]).parts] == ["tool-invocation", "text"]
+    first = line("start", {})      # (a data chunk has no runId: it is the run's of the chunk before)
+    data = line("data-x", run=None, data={"n": 1})
+    start = line("reasoning-start", {"id": "r"})
+    assert [p["type"] for p in ways(codec, [first, data, sf, start, fin]).parts] == ["data-x", "reasoning"]
+    assert [p["type"] for p in ways(codec, [first, data, start, fin]).parts] == ["reasoning", "data-x"]
+
+
 def test_bad_frame_strict_raises_with_position_after_taking_what_came_before(codec):
     acc = codec.Accumulator("ndjson")
     data = text_delta("t", "ok") + b"\n" + b'{"type":"text-delta",oops}\n'

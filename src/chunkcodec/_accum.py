@@ -395,7 +395,7 @@ class _Run:
         # a step's tripwire or retry said the agent has output processors (step_finish)
         self.procs = False
         self.stepped = False      # a step-start arrived (the next one opens a step boundary)
-        self.ended = False        # a step-finish since the last step boundary (end_mark)
+        self.ended = False        # a step-finish since the last step boundary (part_entry)
         self.nmodel = 0           # tool-call, source and file chunks so far (stamp())
         self.seg_data = False     # a data part came since the last step boundary (step_start)
         self.suspend_payload: Optional[dict] = None
@@ -470,18 +470,21 @@ class _Run:
         for part in self.open_reasoning.values():
             if not part.listed:
                 part.listed = True
-                self.seq.append(("span", part))
+                self.part_entry("span", part)
             part.seal()
         self.open_reasoning.clear()
 
-    def end_mark(self) -> None:
-        """Before a text or data part, when `ended` (a step ended with no step-start after it:
-        not Mastra's loop, which always sends one): mark that end in the parts (_parts), so that
-        a text now does not come right after a tool invocation of that step, and a data part now
-        is not put before that step's parts.  (The callers test `ended`, so that a new part
-        costs no call.)"""
-        self.ended = False
-        self.seq.append(("end", None))
+    def part_entry(self, kind: str, v: Any) -> None:
+        """A message part's entry in `seq` (a text or reasoning span, a tool invocation, a
+        source, a file, a data part), for _parts.  After a step's end with no step-start since
+        (`ended`: not Mastra's loop, which always sends one), that end is marked first: Mastra
+        builds each step's parts from the step's chunks alone, so whatever part comes first after
+        it is the next step's, and a text then comes right after a tool invocation only of its
+        own step (a step-start between them), a data part of the step not before its parts."""
+        if self.ended:
+            self.ended = False
+            self.seq.append(("end", None))
+        self.seq.append((kind, v))
 
     def stamp(self) -> tuple:
         """How much of what the model streams the run had: text and reasoning bytes, tool-call,
@@ -741,9 +744,7 @@ class _Run:
             stashed = self.text_pm.pop(id_, UNSET)
             part = _Part("text", id_, self.text, stashed if pm is UNSET else pm)
             self.open_text[id_] = part
-            if self.ended:
-                self.end_mark()
-            self.seq.append(("span", part))
+            self.part_entry("span", part)
             part.listed = True
             self.step()
         elif pm is not UNSET:
@@ -817,7 +818,7 @@ class _Run:
         part = self.reasoning_part(id_, pm, 0)
         self.saw_reasoning = True
         if not part.listed:
-            self.seq.append(("span", part))
+            self.part_entry("span", part)
             part.listed = True
             self.step().reasoned = True
         part.take()
@@ -844,7 +845,7 @@ class _Run:
         self.call_list.append(entry)
         if call_id not in self.tool_calls:
             self.tool_calls[call_id] = i
-        self.seq.append(("tool", i))     # (a message part for each call listed)
+        self.part_entry("tool", i)     # (a message part for each call listed)
         self.step().calls.append(i)
 
     def tool_call(self, chunk: Any, call_id: Any) -> None:
@@ -1253,6 +1254,11 @@ class _Run:
                 after_tool = False
                 seg_start = len(out)
                 early = 0
+        if late is not None and self.ended:
+            # (the step those data parts came in has ended since, and what is open below came
+            # after it: the next step's parts, after them, as part_entry's end mark would put it)
+            out += late
+            late = None
         # a reasoning-start with no delta or end since: an empty part, at the end
         # (MessagePartSpans.flushSpansLeftOpen)
         for part in self.open_reasoning.values():
@@ -1619,9 +1625,7 @@ def _other(acc: "AccumulatorBase", chunk: Any) -> None:
         handle(acc, run, chunk, getattr(chunk, "payload", UNSET))
     elif tag is None and isinstance(chunk, _c.DataChunk):
         if chunk.transient is not True:
-            if run.ended:
-                run.end_mark()
-            run.seq.append(("data", (chunk, run.stamp())))
+            run.part_entry("data", (chunk, run.stamp()))
             run.seg_data = True
 
 
@@ -1883,7 +1887,7 @@ class AccumulatorBase:
         if _redacted(p.providerMetadata):
             part.redacted = True
             part.listed = True
-            run.seq.append(("span", part))
+            run.part_entry("span", part)
 
     def _on_reasoning_end(self, run: _Run, chunk: Any, p: Any) -> None:
         run.reasoning_end(p.id, p.providerMetadata)
@@ -1896,14 +1900,14 @@ class AccumulatorBase:
                 part.msg.pm = p.providerMetadata
         if not part.listed:   # no delta: Mastra keeps an empty reasoning part
             part.listed = True
-            run.seq.append(("span", part))
+            run.part_entry("span", part)
         part.seal()
 
     def _on_redacted_reasoning(self, run: _Run, chunk: Any, p: Any) -> None:
         part = run.reasoning_part(getattr(p, "id", None), getattr(p, "providerMetadata", UNSET), 2)
         run.open_reasoning.pop(part.id, None)
         part.redacted = part.listed = True
-        run.seq.append(("span", part))
+        run.part_entry("span", part)
 
     def _on_step_start(self, run: _Run, chunk: Any, p: Any) -> None:
         run.step_start(_v(getattr(p, "warnings", UNSET)))
@@ -1952,14 +1956,14 @@ class AccumulatorBase:
         st = run.step()
         run.sources = _push(run.sources, chunk)
         st.sources = _push(st.sources, chunk)
-        run.seq.append(("source", chunk))
+        run.part_entry("source", chunk)
         run.nmodel += 1
 
     def _on_file(self, run: _Run, chunk: Any, p: Any) -> None:
         st = run.step()
         run.files = _push(run.files, chunk)
         st.files = _push(st.files, chunk)
-        run.seq.append(("file", chunk))
+        run.part_entry("file", chunk)
         run.nmodel += 1
 
     def _on_object_result(self, run: _Run, chunk: Any, p: Any) -> None:

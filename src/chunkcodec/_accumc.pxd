@@ -55,7 +55,7 @@ cdef class _Run:
     cpdef step_start(self, warnings)
     @cython.locals(part=_Part)
     cpdef _close_spans(self)
-    cpdef end_mark(self)
+    cpdef part_entry(self, str kind, v)
     cpdef reasoning_buf(self)
     cpdef Py_ssize_t rlen(self)
     cpdef tuple stamp(self)
