@@ -478,9 +478,10 @@ class _Run:
         """A message part's entry in `seq` (a text or reasoning span, a tool invocation, a
         source, a file, a data part), for _parts.  After a step's end with no step-start since
         (`ended`: not Mastra's loop, which always sends one), that end is marked first: Mastra
-        builds each step's parts from the step's chunks alone, so whatever part comes first after
-        it is the next step's, and a text then comes right after a tool invocation only of its
-        own step (a step-start between them), a data part of the step not before its parts."""
+        builds each step's parts from that step's chunks alone, so the first part after a
+        step-finish, of whatever kind, begins the next step's (a step-start goes between a tool
+        invocation and a text after it only within a step; a data part goes with the step it
+        came in)."""
         if self.ended:
             self.ended = False
             self.seq.append(("end", None))
