@@ -786,7 +786,7 @@ def test_a_reasoning_part_open_across_a_goal_is_reasoning_again_at_its_next_delt
     def rd(text):
         return line("reasoning-delta", {"id": "r", "text": text})
 
-    for after, want in ((rd("x"), "x"), (rd(""), ""), (fin, None)):
+    for after, want in ((rd("x"), "x"), (rd(""), ""), (text_delta("t", "y"), None)):
         r = ways(codec, [rd("a"), goal, after, fin])
         assert (r.reasoning_text, r.reasoning) == (want, [])
     r = ways(codec, [line("reasoning-start", {"id": "r"}), rd("a"), goal, rd("b"), rd("c"),
